@@ -1,0 +1,327 @@
+/* FastFile.xs - perl glue: reads the arguments the way perl does, picks the
+ * bytes to write, reports errors in perl's words. The syscalls are in ff_io.c. */
+#define PERL_NO_GET_CONTEXT
+#include "EXTERN.h"
+#include "perl.h"
+#include "XSUB.h"
+#include "ppport.h"
+
+#include "ff_io.h"
+
+#define FSC "file_set_contents"
+
+/* Croak with "<formatted prefix><$! text>\n" and leave $! set to err. The
+ * text comes from perl's own $! so it matches "$!" in the caller's locale. */
+static void S_croak_errno(pTHX_ int err, const char *fmt, ...)
+    __attribute__format__(__printf__, pTHX_2, pTHX_3) __attribute__noreturn__;
+#define croak_errno(err, ...) S_croak_errno(aTHX_ err, __VA_ARGS__)
+
+static void S_croak_errno(pTHX_ int err, const char *fmt, ...)
+{
+    SV *msg = sv_2mortal(newSVpvs(""));
+    va_list args;
+
+    va_start(args, fmt);
+    sv_vcatpvf(msg, fmt, &args);
+    va_end(args);
+    SETERRNO(err, 0);
+    sv_catsv(msg, get_sv("!", GV_ADD));
+    sv_catpvs(msg, "\n");
+    SETERRNO(err, 0);
+    croak_sv(msg);
+}
+
+/* The bytes file_set_contents writes for data (the table in the contract).
+ * Returns a pointer into data's own buffer unless new bytes are needed; a
+ * converted copy is freed when the caller's scope is left. *owner is set to
+ * the SV whose buffer is returned, so it can be protected while signal
+ * handlers run. */
+static const char *S_payload(pTHX_ SV *data, bool force_utf8, STRLEN *len, SV **owner)
+{
+    const char *pv;
+
+    *owner = NULL;
+    if (!data || !SvOK(data)) {
+        Perl_ck_warner(aTHX_ packWARN(WARN_UNINITIALIZED), "Use of uninitialized value in %s", FSC);
+        *len = 0;
+        return "";
+    }
+    pv = SvPV_nomg_const(data, *len);
+    if (SvUTF8(data)) {
+        if (!force_utf8 && !is_utf8_invariant_string((const U8 *)pv, *len)) {
+            bool still_utf8 = TRUE;
+            STRLEN bytes_len = *len;
+            U8 *bytes = bytes_from_utf8((const U8 *)pv, &bytes_len, &still_utf8);
+
+            if (!still_utf8) {          /* every char fits in a byte: Latin-1 */
+                SAVEFREEPV(bytes);
+                *len = bytes_len;
+                return (const char *)bytes;
+            }
+            /* wide characters: written as UTF-8, as print does */
+            Perl_ck_warner_d(aTHX_ packWARN(WARN_UTF8), "Wide character in %s", FSC);
+        }
+    } else if (force_utf8 && !is_utf8_invariant_string((const U8 *)pv, *len)) {
+        U8 *utf8 = bytes_to_utf8((const U8 *)pv, len);   /* Latin-1 -> UTF-8 */
+        SAVEFREEPV(utf8);
+        return (const char *)utf8;
+    }
+    *owner = data;
+    return pv;
+}
+
+/* EINTR: run perl's pending signal handlers (an alarm must still fire). While
+ * they run, the SV we are writing from is read-only: a handler that changed
+ * it could free the buffer under the write. */
+static void S_on_eintr(void *ctx)
+{
+    dTHX;
+    SV *owner = (SV *)ctx;
+
+    ENTER;
+    if (owner && !SvREADONLY(owner)) {
+        SAVESETSVFLAGS(owner, SVf_READONLY, 0);
+        SvREADONLY_on(owner);
+    }
+    PERL_ASYNC_CHECK();
+    LEAVE;
+}
+
+/* Savestack destructor: whatever of the temp file is still ours goes away,
+ * on success (nothing left), croak or a die from a signal handler alike. */
+static void S_discard_temp(pTHX_ void *tf)
+{
+    PERL_UNUSED_CONTEXT;
+    ff_temp_discard((struct ff_tempfile *)tf);
+}
+
+/* The filename argument (its get-magic already run) as a private copy:
+ * user code that runs later (overload, tie, signal handlers) cannot free it. */
+static SV *S_path_arg(pTHX_ SV *filename)
+{
+    const char *pv;
+    STRLEN len;
+
+    if (!SvOK(filename))
+        croak("file name is undefined or empty\n");
+    pv = SvPV_nomg_const(filename, len);
+    if (len == 0)
+        croak("file name is undefined or empty\n");
+    return sv_2mortal(newSVpvn_flags(pv, len, SvUTF8(filename)));
+}
+
+/* Savestack destructor for an fd that is only read. */
+static void S_close_read_fd(pTHX_ void *fdp)
+{
+    int *fd = (int *)fdp;
+
+    PERL_UNUSED_CONTEXT;
+    if (*fd >= 0) {
+        ff_close_read(*fd);
+        *fd = -1;
+    }
+}
+
+static void S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force)
+{
+    SV *path, *owner;
+    const char *buf;
+    STRLEN len;
+    bool force_utf8;
+    mode_t mode = 0644;
+    struct ff_tempfile *tf;
+    struct ff_eintr intr;
+    int err;
+
+    /* every argument's get-magic runs once, before anything else happens */
+    SvGETMAGIC(filename);
+    if (data)
+        SvGETMAGIC(data);
+    if (perm)
+        SvGETMAGIC(perm);
+    if (force)
+        SvGETMAGIC(force);
+
+    path = S_path_arg(aTHX_ filename);
+    if (SvTAINTED(filename)) {
+        TAINT;
+        taint_proper(NULL, FSC);
+    }
+    if (perm && SvOK(perm))
+        mode = (mode_t)SvIV_nomg(perm);
+    force_utf8 = force && SvTRUE_nomg(force);
+    buf = S_payload(aTHX_ data, force_utf8, &len, &owner);
+
+    /* "<filename>.tmp.<pid>", with room for a random suffix after a collision */
+    tf = (struct ff_tempfile *)safemalloc(sizeof *tf + SvCUR(path) + 5 + 3 * sizeof(IV)
+                                          + FF_TEMP_SUFFIX_MAX);
+    SAVEFREEPV(tf);
+    tf->fd = -1;
+    tf->created = 0;
+    tf->path = (char *)(tf + 1);
+    sprintf(tf->path, "%s.tmp.%" IVdf, SvPVX(path), SvIV(get_sv("$", GV_ADD)));
+
+#define TEMP_NAME UTF8fARG(SvUTF8(path), strlen(tf->path), tf->path)
+    if (!IS_SAFE_PATHNAME(SvPVX(path), SvCUR(path), FSC))   /* sets errno to ENOENT, like open */
+        croak_errno(errno, "unable to open file '%" UTF8f "' - ", TEMP_NAME);
+
+    intr.fn = S_on_eintr;
+    intr.ctx = owner;
+    SAVEDESTRUCTOR_X(S_discard_temp, tf);
+
+    err = ff_temp_create(tf, mode, &intr);
+    if (err)
+        croak_errno(err, "unable to open file '%" UTF8f "' - ", TEMP_NAME);
+    err = ff_write_all(tf->fd, buf, len, &intr);
+    if (err)
+        croak_errno(err, "unable to write '%" UTF8f "' - ", TEMP_NAME);
+    err = ff_temp_close(tf);
+    if (err)
+        croak_errno(err, "closing file '%" UTF8f "' failed - ", TEMP_NAME);
+    err = ff_temp_commit(tf, SvPVX(path), &intr);
+    if (err)
+        croak_errno(err, "close (rename) atomic file '%" SVf "' failed: ", SVfARG(path));
+#undef TEMP_NAME
+}
+
+#define FGC "file_get_contents"
+#define FRF "file_read_firstline"
+#define FF_DEFAULT_MAX (1024 * 1024)      /* the pmxcfs file size limit */
+#define FF_GROW_START (64 * 1024)         /* for files whose size fstat can't tell */
+#define FF_LINE_BLOCK 8192
+
+static SV *S_file_get_contents(pTHX_ SV *filename, SV *max_arg)
+{
+    SV *path, *content;
+    size_t max = FF_DEFAULT_MAX, size, cap, total = 0, got;
+    struct ff_eintr intr = { S_on_eintr, NULL };
+    int fd = -1, err;
+
+    SvGETMAGIC(filename);
+    if (max_arg)
+        SvGETMAGIC(max_arg);
+    path = S_path_arg(aTHX_ filename);
+    if (max_arg && SvTRUE_nomg(max_arg)) {      /* a false max means the default */
+        IV iv = SvIV_nomg(max_arg);
+        max = iv < 0 ? 0 : (size_t)iv;
+    }
+
+    SAVEDESTRUCTOR_X(S_close_read_fd, &fd);
+    err = IS_SAFE_PATHNAME(SvPVX(path), SvCUR(path), FGC)
+              ? ff_open_read(SvPVX(path), &fd, &intr) : errno;
+    if (err)
+        croak_errno(err, "can't open '%" SVf "' - ", SVfARG(path));
+    err = ff_size_hint(fd, &size);
+    if (err)
+        croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(path));
+    if (size > max)
+        croak("file '%" SVf "' too long - aborting\n", SVfARG(path));
+
+    /* one read of the whole file plus a byte that would show it grew */
+    cap = size ? size + 1 : FF_GROW_START;
+    if (cap > max + 1)
+        cap = max + 1;
+    content = sv_2mortal(newSV(cap));
+    for (;;) {
+        err = ff_read_full(fd, SvPVX(content) + total, cap - total, &got, &intr);
+        if (err)
+            croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(path));
+        total += got;
+        if (total > max)
+            croak("file '%" SVf "' too long - aborting\n", SVfARG(path));
+        if (total < cap)
+            break;                              /* end of file */
+        cap = cap > max / 2 ? max + 1 : cap * 2;
+        SvGROW(content, cap + 1);
+    }
+    SvCUR_set(content, total);
+    *SvEND(content) = '\0';
+    SvPOK_only(content);
+    if (TAINTING_get)
+        SvTAINTED_on(content);
+    return content;
+}
+
+static SV *S_file_read_firstline(pTHX_ SV *filename)
+{
+    SV *path, *line;
+    size_t cap = FF_LINE_BLOCK, total = 0, got;
+    struct ff_eintr intr = { S_on_eintr, NULL };
+    int fd = -1, err;
+    bool newline = FALSE;
+
+    SvGETMAGIC(filename);
+    path = S_path_arg(aTHX_ filename);
+
+    SAVEDESTRUCTOR_X(S_close_read_fd, &fd);
+    err = IS_SAFE_PATHNAME(SvPVX(path), SvCUR(path), FRF)
+              ? ff_open_read(SvPVX(path), &fd, &intr) : errno;
+    if (err == ENOENT) {
+        SETERRNO(err, 0);
+        return &PL_sv_undef;
+    }
+    if (err)
+        croak_errno(err, "file '%" SVf "' exists but open for reading failed - ", SVfARG(path));
+
+    line = sv_2mortal(newSV(cap));
+    for (;;) {
+        char *nl;
+
+        err = ff_read_some(fd, SvPVX(line) + total, cap - total, &got, &intr);
+        if (err)
+            croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(path));
+        if (got == 0)
+            break;
+        nl = (char *)memchr(SvPVX(line) + total, '\n', got);
+        total += got;
+        if (nl) {
+            total = (size_t)(nl - SvPVX(line));  /* chomp: the line without "\n" */
+            newline = TRUE;
+            break;
+        }
+        if (total == cap) {                      /* a long line: keep reading */
+            cap *= 2;
+            SvGROW(line, cap + 1);
+        }
+    }
+    if (total == 0 && !newline)
+        return &PL_sv_undef;                     /* empty file */
+    SvCUR_set(line, total);
+    *SvEND(line) = '\0';
+    SvPOK_only(line);
+    if (TAINTING_get)
+        SvTAINTED_on(line);
+    return line;
+}
+
+MODULE = FastFile    PACKAGE = FastFile
+
+PROTOTYPES: DISABLE
+
+void
+file_set_contents(SV *filename, SV *data = NULL, SV *perm = NULL, SV *force_utf8 = NULL)
+  PPCODE:
+    ENTER;
+    S_file_set_contents(aTHX_ filename, data, perm, force_utf8);
+    LEAVE;
+    mXPUSHi(1);
+
+void
+file_get_contents(SV *filename, SV *max = NULL)
+  PREINIT:
+    SV *content;
+  PPCODE:
+    ENTER;
+    content = S_file_get_contents(aTHX_ filename, max);
+    LEAVE;
+    XPUSHs(content);
+
+void
+file_read_firstline(SV *filename)
+  PREINIT:
+    SV *line;
+  PPCODE:
+    ENTER;
+    line = S_file_read_firstline(aTHX_ filename);
+    LEAVE;
+    XPUSHs(line);
