@@ -87,12 +87,58 @@ static void S_on_eintr(void *ctx)
     LEAVE;
 }
 
-/* Savestack destructor: whatever of the temp file is still ours goes away,
- * on success (nothing left), croak or a die from a signal handler alike. */
-static void S_discard_temp(pTHX_ void *tf)
+/* Savestack destructor: whatever of the replacement is still ours goes
+ * away, on success (nothing left), croak or a die from a signal handler alike. */
+static void S_discard(pTHX_ void *atomic)
 {
     PERL_UNUSED_CONTEXT;
-    ff_temp_discard((struct ff_tempfile *)tf);
+    ff_atomic_discard((struct ff_atomic *)atomic);
+}
+
+/* Croak for the step of a that failed with err, naming the temp file or the
+ * target as the reference does. */
+static void S_croak_step(pTHX_ const struct ff_atomic *a, int err, SV *path)
+    __attribute__noreturn__;
+#define croak_step(a, err, path) S_croak_step(aTHX_ a, err, path)
+
+static void S_croak_step(pTHX_ const struct ff_atomic *a, int err, SV *path)
+{
+    const char *temp = a->temp ? a->temp : "";
+    /* the temp name is made of the filename's bytes (or of a symlink's) */
+    bool temp_utf8 = SvUTF8(path) && is_utf8_string((const U8 *)temp, 0);
+#define TEMP UTF8fARG(temp_utf8, strlen(temp), temp)
+
+    switch (a->step) {
+    case FF_STEP_OPEN:
+        croak_errno(err, "unable to open file '%" UTF8f "' - ", TEMP);
+    case FF_STEP_WRITE:
+        croak_errno(err, "unable to write '%" UTF8f "' - ", TEMP);
+    case FF_STEP_CLOSE:
+        croak_errno(err, "closing file '%" UTF8f "' failed - ", TEMP);
+    case FF_STEP_SYNC:
+        croak_errno(err, "unable to sync '%" UTF8f "' - ", TEMP);
+    case FF_STEP_OWNER:
+        croak_errno(err, "unable to set owner of '%" UTF8f "' - ", TEMP);
+    case FF_STEP_MODE:
+        croak_errno(err, "unable to set mode of '%" UTF8f "' - ", TEMP);
+    case FF_STEP_RENAME:
+        croak_errno(err, "close (rename) atomic file '%" SVf "' failed: ", SVfARG(path));
+    case FF_STEP_NOCLOBBER:
+        croak_errno(err, "noclobber is not supported by the filesystem of '%" SVf "' - ",
+                    SVfARG(path));
+    case FF_STEP_SYNC_DIR:
+        croak_errno(err, "unable to sync directory of '%" SVf "' - ", SVfARG(path));
+    case FF_STEP_MKDIR:
+        croak_errno(err, "unable to create parent directories of '%" SVf "' - ", SVfARG(path));
+    case FF_STEP_STAT:
+        croak_errno(err, "unable to stat '%" SVf "' - ", SVfARG(path));
+    case FF_STEP_RESOLVE:
+        croak_errno(err, "unable to follow symlinks of '%" SVf "' - ", SVfARG(path));
+    case FF_STEP_NONE:
+        break;
+    }
+    croak_errno(err, "unable to replace '%" SVf "' - ", SVfARG(path));
+#undef TEMP
 }
 
 /* The filename argument (its get-magic already run) as a private copy:
@@ -122,15 +168,62 @@ static void S_close_read_fd(pTHX_ void *fdp)
     }
 }
 
-static void S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force)
+/* A boolean option's value: anything but a reference. */
+static bool S_flag_value(pTHX_ const char *key, SV *val)
+{
+    if (SvROK(val))
+        croak("invalid value for option '%s'\n", key);
+    return SvTRUE_nomg(val);
+}
+
+/* Read the options hash: every value's get-magic once, unknown keys and
+ * bad values refused before anything is touched. buffer_size is only known
+ * where the caller asks for it (the streaming writer). */
+static void S_parse_options(pTHX_ HV *hv, struct ff_options *opt, bool *force_utf8,
+                            SV **buffer_size)
+{
+    HE *he;
+
+    hv_iterinit(hv);
+    while ((he = hv_iternext(hv))) {
+        const char *key = HePV(he, PL_na);
+        SV *val = hv_iterval(hv, he);
+
+        SvGETMAGIC(val);
+        if (strEQ(key, "perm")) {
+            if (SvOK(val)) {
+                IV mode;
+                if (SvROK(val) || !looks_like_number(val)
+                    || (mode = SvIV_nomg(val)) < 0 || mode > 07777)
+                    croak("invalid value for option 'perm'\n");
+                opt->perm = (mode_t)mode;
+            }
+        }
+        else if (strEQ(key, "utf8"))            *force_utf8 = S_flag_value(aTHX_ key, val);
+        else if (strEQ(key, "fsync"))           opt->fsync = S_flag_value(aTHX_ key, val);
+        else if (strEQ(key, "preserve"))        opt->preserve = S_flag_value(aTHX_ key, val);
+        else if (strEQ(key, "if_changed"))      opt->if_changed = S_flag_value(aTHX_ key, val);
+        else if (strEQ(key, "mkdir"))           opt->mkdir = S_flag_value(aTHX_ key, val);
+        else if (strEQ(key, "follow_symlinks")) opt->follow_symlinks = S_flag_value(aTHX_ key, val);
+        else if (strEQ(key, "noclobber"))       opt->noclobber = S_flag_value(aTHX_ key, val);
+        else if (buffer_size && strEQ(key, "buffer_size"))
+            *buffer_size = val;
+        else
+            croak("unknown option '%" SVf "'\n", SVfARG(sv_2mortal(newSVhek(HeKEY_hek(he)))));
+    }
+}
+
+/* Returns 1 when the file was written, 0 when if_changed found it the same. */
+static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force)
 {
     SV *path, *owner;
     const char *buf;
     STRLEN len;
-    bool force_utf8;
-    mode_t mode = 0644;
-    struct ff_tempfile *tf;
+    bool force_utf8 = FALSE;
+    struct ff_options opt;
+    struct ff_atomic *a;
     struct ff_eintr intr;
+    IV pid;
     int err;
 
     /* every argument's get-magic runs once, before anything else happens */
@@ -147,41 +240,47 @@ static void S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *forc
         TAINT;
         taint_proper(NULL, FSC);
     }
-    if (perm && SvOK(perm))
-        mode = (mode_t)SvIV_nomg(perm);
-    force_utf8 = force && SvTRUE_nomg(force);
+    Zero(&opt, 1, struct ff_options);
+    opt.perm = 0644;
+    if (perm && SvROK(perm) && SvTYPE(SvRV(perm)) == SVt_PVHV) {
+        if (force && SvOK(force))
+            croak("force_utf8 argument given with an options hash: use its 'utf8' key\n");
+        S_parse_options(aTHX_ (HV *)SvRV(perm), &opt, &force_utf8, NULL);
+    } else {
+        if (perm && SvOK(perm))
+            opt.perm = (mode_t)SvIV_nomg(perm);
+        force_utf8 = force && SvTRUE_nomg(force);
+    }
     buf = S_payload(aTHX_ data, force_utf8, &len, &owner);
-
-    /* "<filename>.tmp.<pid>", with room for a random suffix after a collision */
-    tf = (struct ff_tempfile *)safemalloc(sizeof *tf + SvCUR(path) + 5 + 3 * sizeof(IV)
-                                          + FF_TEMP_SUFFIX_MAX);
-    SAVEFREEPV(tf);
-    tf->fd = -1;
-    tf->created = 0;
-    tf->path = (char *)(tf + 1);
-    sprintf(tf->path, "%s.tmp.%" IVdf, SvPVX(path), SvIV(get_sv("$", GV_ADD)));
-
-#define TEMP_NAME UTF8fARG(SvUTF8(path), strlen(tf->path), tf->path)
-    if (!IS_SAFE_PATHNAME(SvPVX(path), SvCUR(path), FSC))   /* sets errno to ENOENT, like open */
-        croak_errno(errno, "unable to open file '%" UTF8f "' - ", TEMP_NAME);
 
     intr.fn = S_on_eintr;
     intr.ctx = owner;
-    SAVEDESTRUCTOR_X(S_discard_temp, tf);
+    Newxz(a, 1, struct ff_atomic);
+    SAVEFREEPV(a);
+    if (ff_atomic_init(a, SvPVX(path), &opt, &intr))
+        Perl_croak_no_mem();
+    SAVEDESTRUCTOR_X(S_discard, a);
 
-    err = ff_temp_create(tf, mode, &intr);
+    pid = SvIV(get_sv("$", GV_ADD));
+    if (!IS_SAFE_PATHNAME(SvPVX(path), SvCUR(path), FSC))   /* ENOENT, like open */
+        croak_errno(errno, "unable to open file '%" SVf ".tmp.%" IVdf "' - ", SVfARG(path), pid);
+
+    err = ff_atomic_prepare(a);
     if (err)
-        croak_errno(err, "unable to open file '%" UTF8f "' - ", TEMP_NAME);
-    err = ff_write_all(tf->fd, buf, len, &intr);
+        croak_step(a, err, path);
+    if (opt.if_changed && ff_atomic_unchanged(a, buf, len))
+        return 0;
+    err = ff_atomic_create(a, (long)pid);
     if (err)
-        croak_errno(err, "unable to write '%" UTF8f "' - ", TEMP_NAME);
-    err = ff_temp_close(tf);
+        croak_step(a, err, path);
+    a->step = FF_STEP_WRITE;
+    err = ff_write_all(a->fd, buf, len, &intr);
     if (err)
-        croak_errno(err, "closing file '%" UTF8f "' failed - ", TEMP_NAME);
-    err = ff_temp_commit(tf, SvPVX(path), &intr);
+        croak_step(a, err, path);
+    err = ff_atomic_commit(a);
     if (err)
-        croak_errno(err, "close (rename) atomic file '%" SVf "' failed: ", SVfARG(path));
-#undef TEMP_NAME
+        croak_step(a, err, path);
+    return 1;
 }
 
 #define FGC "file_get_contents"
@@ -300,11 +399,13 @@ PROTOTYPES: DISABLE
 
 void
 file_set_contents(SV *filename, SV *data = NULL, SV *perm = NULL, SV *force_utf8 = NULL)
+  PREINIT:
+    int wrote;
   PPCODE:
     ENTER;
-    S_file_set_contents(aTHX_ filename, data, perm, force_utf8);
+    wrote = S_file_set_contents(aTHX_ filename, data, perm, force_utf8);
     LEAVE;
-    mXPUSHi(1);
+    mXPUSHi(wrote);
 
 void
 file_get_contents(SV *filename, SV *max = NULL)

@@ -1,20 +1,22 @@
 /* ff_io.c - the syscalls of FastFile, in one place, without perl.
  *
- * The write path is open + write + close + rename: nothing else is needed to
- * replace a file atomically, so nothing else is done (no fstat, lseek, fcntl).
+ * The default write path is open + write + close + rename: nothing else is
+ * needed to replace a file atomically, so nothing else is done (no fstat,
+ * lseek, fcntl). Options add only the syscalls they need.
  */
 #include "ff_io.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 #include <sys/random.h>
-#include <sys/stat.h>
 
-#define FF_OPEN_FLAGS (O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC)
+#define FF_TEMP_FLAGS (O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC)
 
 static void interrupted(const struct ff_eintr *intr)
 {
@@ -22,16 +24,123 @@ static void interrupted(const struct ff_eintr *intr)
         intr->fn(intr->ctx);
 }
 
-static int open_excl(const char *path, mode_t mode, const struct ff_eintr *intr, int *fd)
+/* err = errno of `expr` (0 on success), retried while it is EINTR */
+#define FF_SYSCALL(err, intr, expr)                     \
+    do {                                                \
+        (err) = (expr) < 0 ? errno : 0;                 \
+        if ((err) == EINTR)                             \
+            interrupted(intr);                          \
+    } while ((err) == EINTR)
+
+/* The directory part of path, as a new string: "." when there is none. */
+static char *dir_of(const char *path)
 {
-    for (;;) {
-        *fd = open(path, FF_OPEN_FLAGS, mode);
-        if (*fd >= 0)
-            return 0;
-        if (errno != EINTR)
-            return errno;
-        interrupted(intr);
+    const char *slash = strrchr(path, '/');
+    size_t len;
+    char *dir;
+
+    if (!slash)
+        return strdup(".");
+    while (slash > path && slash[-1] == '/')
+        slash--;
+    len = slash == path ? 1 : (size_t)(slash - path);
+    dir = malloc(len + 1);
+    if (dir) {
+        memcpy(dir, path, len);
+        dir[len] = '\0';
     }
+    return dir;
+}
+
+int ff_atomic_init(struct ff_atomic *a, const char *path, const struct ff_options *opt,
+                   const struct ff_eintr *intr)
+{
+    memset(a, 0, sizeof *a);
+    a->fd = -1;
+    a->opt = *opt;
+    a->intr = intr;
+    a->target = strdup(path);
+    return a->target ? 0 : ENOMEM;
+}
+
+/* Replace a->target by the path its symlink chain finally names. */
+static int resolve_symlinks(struct ff_atomic *a)
+{
+    char link[PATH_MAX];
+    int hops;
+
+    for (hops = 0;; hops++) {
+        ssize_t n = readlink(a->target, link, sizeof link);
+        char *next, *dir;
+
+        if (n < 0) /* not a symlink, or nothing there yet: this is the file */
+            return errno == EINVAL || errno == ENOENT || errno == ENOTDIR ? 0 : errno;
+        if ((size_t)n == sizeof link)
+            return ENAMETOOLONG;
+        if (hops == FF_MAX_SYMLINKS)
+            return ELOOP;
+        link[n] = '\0';
+        if (link[0] == '/') {
+            next = strdup(link);
+        } else {    /* relative to the directory that holds the link */
+            dir = dir_of(a->target);
+            next = dir ? malloc(strlen(dir) + 1 + (size_t)n + 1) : NULL;
+            if (next)
+                sprintf(next, "%s/%s", dir, link);
+            free(dir);
+        }
+        if (!next)
+            return ENOMEM;
+        free(a->target);
+        a->target = next;
+    }
+}
+
+int ff_atomic_prepare(struct ff_atomic *a)
+{
+    int err;
+
+    if (a->opt.follow_symlinks) {
+        a->step = FF_STEP_RESOLVE;
+        err = resolve_symlinks(a);
+        if (err)
+            return err;
+    }
+    if (a->opt.preserve || a->opt.if_changed) {
+        a->step = FF_STEP_STAT;
+        FF_SYSCALL(err, a->intr, lstat(a->target, &a->old));
+        if (err && err != ENOENT)
+            return err;
+        a->have_old = !err && S_ISREG(a->old.st_mode);
+    }
+    a->step = FF_STEP_NONE;
+    return 0;
+}
+
+int ff_atomic_unchanged(struct ff_atomic *a, const char *buf, size_t len)
+{
+    size_t got;
+    char *old;
+    int fd, same;
+
+    if (!a->have_old || (size_t)a->old.st_size != len)
+        return 0;
+    if (ff_open_read(a->target, &fd, a->intr))
+        return 0;
+    old = malloc(len + 1);  /* +1: a file that grew since lstat is not the same */
+    same = old && !ff_read_full(fd, old, len + 1, &got, a->intr) && got == len
+           && memcmp(old, buf, len) == 0;
+    free(old);
+    ff_close_read(fd);
+    return same;
+}
+
+static int open_temp(struct ff_atomic *a, mode_t mode, int *fd)
+{
+    int err;
+
+    FF_SYSCALL(err, a->intr, *fd = open(a->temp, FF_TEMP_FLAGS, mode));
+    return err;
 }
 
 /* 64 random bits for a temp suffix; only needed after a name collision, so
@@ -48,21 +157,81 @@ static unsigned long long random_bits(void)
            ^ (unsigned long long)(size_t)&r;
 }
 
-int ff_temp_create(struct ff_tempfile *tf, mode_t mode, const struct ff_eintr *intr)
+static int create_temp(struct ff_atomic *a)
 {
-    size_t base_len = strlen(tf->path);
-    int err = open_excl(tf->path, mode, intr, &tf->fd);
+    size_t base_len = strlen(a->temp);
+    int err = open_temp(a, a->opt.perm, &a->fd);
     int tries;
 
     /* The plain name may belong to another live writer (same PID on another
      * cluster node): never touch it, pick a fresh name instead. */
     for (tries = 0; err == EEXIST && tries < FF_TEMP_TRIES; tries++) {
-        snprintf(tf->path + base_len, FF_TEMP_SUFFIX_MAX, ".%016llx", random_bits());
-        err = open_excl(tf->path, mode, intr, &tf->fd);
+        snprintf(a->temp + base_len, FF_TEMP_SUFFIX_MAX, ".%016llx", random_bits());
+        err = open_temp(a, a->opt.perm, &a->fd);
     }
-    if (err == 0)
-        tf->created = 1;
+    if (!err)
+        a->created = 1;
     return err;
+}
+
+/* mkdir -p of dir: mode 0777 & ~umask; another creator winning is fine. */
+static int mkdir_p(const char *dir, const struct ff_eintr *intr)
+{
+    char *parent;
+    int err;
+
+    FF_SYSCALL(err, intr, mkdir(dir, 0777));
+    if (err != ENOENT)
+        return err == EEXIST ? 0 : err;
+    parent = dir_of(dir);
+    if (!parent)
+        return ENOMEM;
+    err = strcmp(parent, dir) ? mkdir_p(parent, intr) : ENOENT;
+    free(parent);
+    if (err)
+        return err;
+    FF_SYSCALL(err, intr, mkdir(dir, 0777));
+    return err == EEXIST ? 0 : err;
+}
+
+int ff_atomic_create(struct ff_atomic *a, long pid)
+{
+    int err;
+
+    a->temp = malloc(strlen(a->target) + sizeof ".tmp." + 3 * sizeof(long) + FF_TEMP_SUFFIX_MAX);
+    if (!a->temp)
+        return ENOMEM;
+    sprintf(a->temp, "%s.tmp.%ld", a->target, pid);
+
+    a->step = FF_STEP_OPEN;
+    err = create_temp(a);
+    if (err == ENOENT && a->opt.mkdir) {   /* costs nothing while the directory exists */
+        char *dir = dir_of(a->target);
+
+        a->step = FF_STEP_MKDIR;
+        err = dir ? mkdir_p(dir, a->intr) : ENOMEM;
+        free(dir);
+        if (err)
+            return err;
+        a->step = FF_STEP_OPEN;
+        err = create_temp(a);
+    }
+    if (err)
+        return err;
+
+    if (a->opt.preserve && a->have_old) {
+        /* owner first: chown may clear set-id bits that chmod then restores */
+        a->step = FF_STEP_OWNER;
+        FF_SYSCALL(err, a->intr, fchown(a->fd, a->old.st_uid, a->old.st_gid));
+        if (err && err != EPERM)
+            return err;
+        a->step = FF_STEP_MODE;
+        FF_SYSCALL(err, a->intr, fchmod(a->fd, a->old.st_mode & 07777));
+        if (err)
+            return err;
+    }
+    a->step = FF_STEP_NONE;
+    return 0;
 }
 
 int ff_write_all(int fd, const char *buf, size_t len, const struct ff_eintr *intr)
@@ -83,52 +252,103 @@ int ff_write_all(int fd, const char *buf, size_t len, const struct ff_eintr *int
     return 0;
 }
 
-int ff_temp_close(struct ff_tempfile *tf)
+/* rename without replacing: renameat2 where the filesystem has it, else a
+ * hard link, which never replaces either. */
+static int rename_noreplace(struct ff_atomic *a)
 {
-    int rc = close(tf->fd);
+    int err;
 
-    tf->fd = -1;
-    if (rc < 0 && errno != EINTR)
-        return errno;
-    return 0;
-}
-
-int ff_temp_commit(struct ff_tempfile *tf, const char *target, const struct ff_eintr *intr)
-{
-    while (rename(tf->path, target) < 0) {
-        if (errno != EINTR)
-            return errno;
-        interrupted(intr);
+    FF_SYSCALL(err, a->intr, renameat2(AT_FDCWD, a->temp, AT_FDCWD, a->target, RENAME_NOREPLACE));
+    if (err != EINVAL && err != ENOSYS && err != EOPNOTSUPP)
+        return err;
+    FF_SYSCALL(err, a->intr, link(a->temp, a->target));
+    if (!err) {
+        unlink(a->temp);
+        return 0;
     }
-    tf->created = 0;
+    if (err == EPERM || err == ENOSYS || err == EOPNOTSUPP)
+        a->step = FF_STEP_NOCLOBBER;
+    return err;
+}
+
+static int sync_dir(const char *path, const struct ff_eintr *intr)
+{
+    char *dir = dir_of(path);
+    int fd, err;
+
+    if (!dir)
+        return ENOMEM;
+    FF_SYSCALL(err, intr, fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    free(dir);
+    if (err)
+        return err;
+    FF_SYSCALL(err, intr, fsync(fd));
+    ff_close_read(fd);
+    return err == EINVAL || err == ENOSYS ? 0 : err;  /* cannot sync: not an error */
+}
+
+int ff_atomic_commit(struct ff_atomic *a)
+{
+    int err;
+
+    if (a->opt.fsync) {
+        a->step = FF_STEP_SYNC;
+        FF_SYSCALL(err, a->intr, fdatasync(a->fd));
+        if (err && err != EINVAL && err != ENOSYS)
+            return err;
+    }
+
+    /* EINTR from close is not an error: Linux has released the fd already,
+     * and retrying could close someone else's. */
+    a->step = FF_STEP_CLOSE;
+    err = close(a->fd) < 0 && errno != EINTR ? errno : 0;
+    a->fd = -1;
+    if (err)
+        return err;
+
+    a->step = FF_STEP_RENAME;
+    if (a->opt.noclobber)
+        err = rename_noreplace(a);
+    else
+        FF_SYSCALL(err, a->intr, rename(a->temp, a->target));
+    if (err)
+        return err;
+    a->created = 0;
+
+    if (a->opt.fsync) {
+        a->step = FF_STEP_SYNC_DIR;
+        err = sync_dir(a->target, a->intr);
+        if (err)
+            return err;
+    }
+    a->step = FF_STEP_NONE;
     return 0;
 }
 
-void ff_temp_discard(struct ff_tempfile *tf)
+void ff_atomic_discard(struct ff_atomic *a)
 {
     int saved = errno;
 
-    if (tf->fd >= 0) {
-        close(tf->fd);
-        tf->fd = -1;
+    if (a->fd >= 0) {
+        close(a->fd);
+        a->fd = -1;
     }
-    if (tf->created) {
-        unlink(tf->path);
-        tf->created = 0;
+    if (a->created) {
+        unlink(a->temp);
+        a->created = 0;
     }
+    free(a->temp);
+    free(a->target);
+    a->temp = a->target = NULL;
     errno = saved;
 }
 
 int ff_open_read(const char *path, int *fd, const struct ff_eintr *intr)
 {
-    for (;;) {
-        *fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (*fd >= 0)
-            return 0;
-        if (errno != EINTR)
-            return errno;
-        interrupted(intr);
-    }
+    int err;
+
+    FF_SYSCALL(err, intr, *fd = open(path, O_RDONLY | O_CLOEXEC));
+    return err;
 }
 
 int ff_size_hint(int fd, size_t *size)
@@ -143,16 +363,12 @@ int ff_size_hint(int fd, size_t *size)
 
 int ff_read_some(int fd, char *buf, size_t len, size_t *got, const struct ff_eintr *intr)
 {
-    for (;;) {
-        ssize_t n = read(fd, buf, len);
-        if (n >= 0) {
-            *got = (size_t)n;
-            return 0;
-        }
-        if (errno != EINTR)
-            return errno;
-        interrupted(intr);
-    }
+    ssize_t n;
+    int err;
+
+    FF_SYSCALL(err, intr, n = read(fd, buf, len));
+    *got = err ? 0 : (size_t)n;
+    return err;
 }
 
 int ff_read_full(int fd, char *buf, size_t len, size_t *got, const struct ff_eintr *intr)

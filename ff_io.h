@@ -1,15 +1,16 @@
 /* ff_io.h - the perl-free I/O core of FastFile.
  *
- * Every function returns 0 on success or an errno value on failure and never
- * leaves a resource behind that its caller does not know about: the caller
- * (the XS glue) owns the fd and the temp path through struct ff_tempfile and
- * cleans them up on every path, including a die from a signal handler that
- * runs inside ff_on_eintr.
+ * Functions return 0 on success or an errno value. An atomic replacement is
+ * a struct ff_atomic: begin creates the temp, write_all fills it, commit
+ * publishes it, discard removes whatever is still ours. The caller (the XS
+ * glue) registers discard before begin, so a croak or a die from a signal
+ * handler running inside an ff_on_eintr callback leaves nothing behind.
  */
 #ifndef FF_IO_H
 #define FF_IO_H
 
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /* Called when a syscall returned EINTR, before it is retried. It may not
@@ -21,36 +22,79 @@ struct ff_eintr {
     void *ctx;
 };
 
-/* A temp file being written; `path` is owned by the caller. */
-struct ff_tempfile {
-    int fd;       /* -1 once closed */
-    int created;  /* 1 while the file at `path` is ours and must be removed on failure */
-    char *path;   /* NUL-terminated; room for FF_TEMP_SUFFIX_MAX more bytes */
+struct ff_options {
+    mode_t perm;                 /* for a new file, filtered by the umask */
+    unsigned fsync : 1;          /* fdatasync the temp, fsync the directory */
+    unsigned preserve : 1;       /* copy mode and owner of the replaced file */
+    unsigned if_changed : 1;     /* leave an identical target alone */
+    unsigned mkdir : 1;          /* create missing parent directories */
+    unsigned follow_symlinks : 1;/* replace the file a symlink points to */
+    unsigned noclobber : 1;      /* fail if the target exists */
 };
 
-/* Bytes a temp path buffer needs beyond its base name for the random suffix. */
+/* Which step failed: the glue words its message after it. */
+enum ff_step {
+    FF_STEP_NONE,
+    FF_STEP_RESOLVE,   /* following symlinks (target) */
+    FF_STEP_STAT,      /* looking at the old target (target) */
+    FF_STEP_MKDIR,     /* creating parent directories (target) */
+    FF_STEP_OPEN,      /* creating the temp (temp) */
+    FF_STEP_OWNER,     /* preserve: fchown (temp) */
+    FF_STEP_MODE,      /* preserve: fchmod (temp) */
+    FF_STEP_WRITE,     /* (temp) */
+    FF_STEP_SYNC,      /* fdatasync (temp) */
+    FF_STEP_CLOSE,     /* (temp) */
+    FF_STEP_RENAME,    /* (target) */
+    FF_STEP_NOCLOBBER, /* no way to rename without replacing (target) */
+    FF_STEP_SYNC_DIR   /* fsync of the directory (target) */
+};
+
+struct ff_atomic {
+    struct ff_options opt;
+    const struct ff_eintr *intr;
+    char *target;      /* the path replaced: the name given, or where its symlinks lead */
+    char *temp;        /* target + ".tmp.<pid>" [+ ".<random>"] */
+    int fd;            /* the temp's fd, -1 once closed */
+    int created;       /* 1 while the file at temp is ours to remove */
+    int have_old;      /* old holds the stat of an existing regular target */
+    struct stat old;
+    enum ff_step step; /* the step that failed */
+};
+
+/* Bytes a temp path needs beyond "<target>.tmp.<pid>" for a random suffix. */
 #define FF_TEMP_SUFFIX_MAX 18   /* "." + 16 hex digits + NUL */
-
-/* How many random names are tried after the plain name exists. */
+/* How many random names are tried after the plain temp name exists. */
 #define FF_TEMP_TRIES 16
+/* Symlinks followed before ELOOP, as the kernel does. */
+#define FF_MAX_SYMLINKS 40
 
-/* Create tf->path with O_EXCL; if it exists, append ".<random>" and retry.
- * Never removes or opens a file it did not create. */
-int ff_temp_create(struct ff_tempfile *tf, mode_t mode, const struct ff_eintr *intr);
+/* Prepare an atomic replacement of path (copied). Nothing is touched yet.
+ * Returns 0 or ENOMEM. */
+int ff_atomic_init(struct ff_atomic *a, const char *path, const struct ff_options *opt,
+                   const struct ff_eintr *intr);
+
+/* Follow symlinks (follow_symlinks) and lstat the old target (preserve,
+ * if_changed). */
+int ff_atomic_prepare(struct ff_atomic *a);
+
+/* if_changed: 1 when the target already holds exactly buf[0..len), else 0.
+ * Errors while looking are not errors: the file is then rewritten. */
+int ff_atomic_unchanged(struct ff_atomic *a, const char *buf, size_t len);
+
+/* Create the temp "<target>.tmp.<pid>" (missing directories first with the
+ * mkdir option) and give it the old file's owner and mode (preserve). */
+int ff_atomic_create(struct ff_atomic *a, long pid);
+
+/* fdatasync (fsync option), close, rename or no-clobber link, directory fsync. */
+int ff_atomic_commit(struct ff_atomic *a);
+
+/* Close and unlink whatever is still ours and free the paths; keeps errno.
+ * Safe to call more than once. */
+void ff_atomic_discard(struct ff_atomic *a);
 
 /* write(2) all of buf, retrying short writes and EINTR. A write that
  * returns 0 is reported as ENOSPC. */
 int ff_write_all(int fd, const char *buf, size_t len, const struct ff_eintr *intr);
-
-/* close(2) tf->fd and mark it closed; EINTR is not an error (Linux has
- * released the fd already, retrying could close someone else's). */
-int ff_temp_close(struct ff_tempfile *tf);
-
-/* rename(2) the temp over target; on success the temp is no longer ours. */
-int ff_temp_commit(struct ff_tempfile *tf, const char *target, const struct ff_eintr *intr);
-
-/* Close and unlink whatever of tf is still ours; keeps errno. */
-void ff_temp_discard(struct ff_tempfile *tf);
 
 /* Reading. */
 
