@@ -19,11 +19,323 @@ __END__
 
 =head1 NAME
 
-FastFile - write whole files atomically with the fewest syscalls
+FastFile - write whole files atomically with the fewest syscalls, read them back fast
 
 =head1 SYNOPSIS
 
-  use FastFile;
+  use FastFile;                       # exports file_set_contents
   file_set_contents($file, $data, $perm, $force_utf8);
+
+  use FastFile qw(:all);
+  my $config = file_get_contents('/etc/pve/storage.cfg');
+  my $first  = file_read_firstline('/proc/sys/kernel/hostname');
+  file_set_contents($file, $data, { fsync => 1, preserve => 1, if_changed => 1 });
+
+=head1 DESCRIPTION
+
+FastFile is a drop-in replacement, written in C, for the pure-Perl
+C<file_set_contents> of Proxmox VE's tools: the same bytes, modes and error
+texts, with one C<write(2)> for the whole file instead of a loop of small
+writes. At every instant the target holds either its old or its new contents:
+the data goes to a temporary file in the same directory, which is then renamed
+over the target.
+
+A normal call costs four syscalls (C<openat>, C<write>, C<close>, C<rename>)
+plus at most one C<getpid>; the data is written straight from the scalar's own
+buffer unless an encoding needs new bytes. On a FUSE filesystem such as
+pmxcfs (C</etc/pve>) this means one FUSE write request per C<max_write> bytes,
+where Perl's C<print> makes one per 8 KiB and the filesystem stores the whole
+file again for each.
+
+=head1 FUNCTIONS
+
+=head2 file_set_contents
+
+  file_set_contents($filename, $data);
+  file_set_contents($filename, $data, $perm);
+  file_set_contents($filename, $data, $perm, $force_utf8);
+  my $wrote = file_set_contents($filename, $data, \%options);
+
+Writes C<$data> to C<"$filename.tmp.$$"> in the same directory and renames it
+to C<$filename>. Exported by default. Returns 1 when it wrote; with
+C<< if_changed => 1 >>, 0 when the file already held exactly these bytes.
+Dies (see L</DIAGNOSTICS>) on any error, after removing the temporary file;
+the target is then untouched.
+
+=over 4
+
+=item C<$filename>
+
+The path as perl's C<open> sees it (the string's bytes). Relative paths are
+relative to the current directory. A symlink at C<$filename> is replaced by a
+regular file, as the reference does (see C<follow_symlinks>).
+
+=item C<$data>
+
+Any scalar, stringified as C<print> would: numbers, objects with overloaded
+C<"">, tied scalars (C<FETCH> runs once). C<undef> writes an empty file and
+warns. Which bytes are written:
+
+  string                        $force_utf8 false          $force_utf8 true
+  bytes (no UTF8 flag)          the bytes                  Latin-1 encoded as UTF-8
+  UTF8 flag, chars <= 0xFF      the Latin-1 bytes          the UTF-8 bytes
+  UTF8 flag, a char > 0xFF      the UTF-8 bytes + warning  the UTF-8 bytes
+
+C<$force_utf8> is perl's lax C<utf8> encoding: surrogates and non-characters
+pass through unchanged.
+
+=item C<$perm>
+
+The mode of the new file, passed to C<open(2)> and so filtered by the umask.
+Missing or C<undef> means C<0644>. (Newer upstream wrappers pass C<undef>
+through to C<sysopen> and end up with C<0666>; FastFile keeps the documented
+C<0644>.)
+
+=item C<\%options>
+
+A hash reference in place of C<$perm> selects options. Unknown keys die with
+C<unknown option 'KEY'>, bad values with C<invalid value for option 'KEY'>.
+Each option adds only the syscalls named:
+
+=over 4
+
+=item C<< perm => $mode >>
+
+As C<$perm>; an integer from 0 to 07777.
+
+=item C<< utf8 => 1 >>
+
+As C<$force_utf8>.
+
+=item C<< fsync => 1 >>
+
+C<fdatasync> the temporary file before the rename and C<fsync> its directory
+after it (C<open>, C<fsync>, C<close>), so the new content survives a power
+loss. Without it no sync call is made. C<EINVAL> and C<ENOSYS> (filesystems
+that cannot sync) are not errors. +4 syscalls.
+
+=item C<< preserve => 1 >>
+
+When the target exists as a regular file, the new file gets its exact mode
+(set-id and sticky bits included, umask not applied) and, where permitted, its
+owner and group (C<EPERM> from C<fchown>, as for a non-root user, is not an
+error). Otherwise C<perm> applies. +3 syscalls (C<lstat>, C<fchown>,
+C<fchmod>). pmxcfs accepts only the modes and owners it assigns itself.
+
+=item C<< if_changed => 1 >>
+
+When the target already holds exactly these bytes, nothing is created, written
+or renamed and the call returns 0. The sizes are compared first (C<lstat>);
+the file is read (one read of the whole size, as L</file_get_contents> does)
+only when they match. Unchanged: C<lstat>, C<openat>, 2 C<read>, C<close>.
+Changed: +1 syscall (C<lstat>), or +5 when only the bytes differ. On pmxcfs,
+where every write request stores the whole file again and is replicated to
+the cluster, this is the cheapest write of all.
+
+=item C<< mkdir => 1 >>
+
+Create missing parent directories (mode C<0777> filtered by the umask, like
+C<mkdir -p>); another process creating them at the same time is fine. Costs
+nothing while the directory exists: the directories are made only when
+creating the temporary file fails with C<ENOENT>.
+
+=item C<< follow_symlinks => 1 >>
+
+When C<$filename> is a symlink (or a chain of them), replace the file it
+finally points to, in that file's directory, and keep the links. A loop dies
+with C<ELOOP>'s text. +1 C<readlink> per link, +1 for the final file.
+
+=item C<< noclobber => 1 >>
+
+Fail with C<EEXIST>'s text if the target exists, atomically: C<renameat2>
+with C<RENAME_NOREPLACE>, or where the filesystem lacks it C<link> and
+C<unlink> of the temporary file. Where neither works (pmxcfs has neither),
+dies saying so. The temporary file is removed on failure.
+
+=back
+
+=back
+
+=head2 file_get_contents
+
+  my $bytes = file_get_contents($filename);
+  my $bytes = file_get_contents($filename, $max);
+
+Reads the whole file as bytes (no decoding; the result never has the UTF8
+flag). C<$max> defaults to 1 MiB (1048576, the pmxcfs file limit); a false
+C<$max> means the default. A file with more than C<$max> bytes dies with
+C<file 'FILENAME' too long - aborting>. Exported on request.
+
+A regular file is read with C<openat>, C<fstat>, one C<read> of its whole size
+(plus a byte that would show it grew), the C<read> that returns 0, and
+C<close>: five syscalls where an 8 KiB C<sysread> loop needs 130 for 1 MiB.
+Files whose size C<fstat> cannot tell (C</proc>, C</sys>, pipes, sockets) are
+read in blocks that start at 64 KiB and double. Under taint mode the result is
+tainted, like C<sysread>'s.
+
+=head2 file_read_firstline
+
+  my $line = file_read_firstline($filename);
+
+Returns the first line without its newline (like C<chomp> with the default
+C<$/>), the whole content if there is no newline, C<undef> for an empty file
+or one that does not exist. Reads one 8 KiB block (more only for a longer
+line). Exported on request.
+
+=head1 DIAGNOSTICS
+
+=head2 Exceptions
+
+Each ends in a newline; C<$!> is left set to the failing call's error, and the
+C<$!> text in the message is perl's own, so it matches C<"$!"> in the
+caller's locale.
+
+=over 4
+
+=item C<file name is undefined or empty>
+
+=item C<unable to open file 'TEMP' - $!>
+
+Creating C<"$filename.tmp.$$"> failed. A C<"\0"> in the path fails here with
+C<ENOENT>, as perl's C<open> does (with its C<syscalls> warning).
+
+=item C<unable to write 'TEMP' - $!>
+
+A C<write> that returns 0 counts as C<ENOSPC>.
+
+=item C<closing file 'TEMP' failed - $!>
+
+NFS and FUSE report write errors here.
+
+=item C<close (rename) atomic file 'FILENAME' failed: $!>
+
+=item C<unable to sync 'TEMP' - $!>, C<unable to sync directory of 'FILENAME' - $!>
+
+=item C<unable to set owner of 'TEMP' - $!>, C<unable to set mode of 'TEMP' - $!>
+
+=item C<unable to stat 'FILENAME' - $!>
+
+=item C<unable to create parent directories of 'FILENAME' - $!>
+
+=item C<unable to follow symlinks of 'FILENAME' - $!>
+
+=item C<noclobber is not supported by the filesystem of 'FILENAME' - $!>
+
+=item C<unknown option 'KEY'>, C<invalid value for option 'KEY'>
+
+=item C<can't open 'FILENAME' - $!>
+
+=item C<unable to read file 'FILENAME' - $!>
+
+=item C<file 'FILENAME' too long - aborting>
+
+=item C<file 'FILENAME' exists but open for reading failed - $!>
+
+=item C<Insecure dependency in file_set_contents while running with -T switch>
+
+A tainted C<$filename>, as for C<open>.
+
+=back
+
+=head2 Warnings
+
+=over 4
+
+=item C<Wide character in file_set_contents> (category C<utf8>)
+
+The data has characters above 0xFF and C<$force_utf8> is false: it is written
+as UTF-8, as C<print> does. On by default, off with C<no warnings 'utf8'>.
+
+=item C<Use of uninitialized value in file_set_contents> (category C<uninitialized>)
+
+C<$data> is C<undef>; an empty file is written.
+
+=back
+
+=head1 THREADS
+
+FastFile keeps no global state: it is safe to call from several ithreads at
+once. Threads share C<$$>, so two threads writing the same C<$filename> at the
+same time collide on the temporary name; the second one then picks a random
+suffix and both writes stay atomic.
+
+=head1 CAVEATS
+
+=over 4
+
+=item *
+
+The umask filters C<$perm>, as for C<open>.
+
+=item *
+
+Without C<< fsync => 1 >> the new content is atomic but not durable: after a
+power loss the file may hold its old contents (or, on some filesystems, be
+empty).
+
+=item *
+
+A writer killed with C<SIGKILL> leaves its C<"$filename.tmp.$$"> behind: no
+code runs to remove it. The target itself is never partial.
+
+=item *
+
+If C<"$filename.tmp.$$"> already exists (another live writer, perhaps on
+another cluster node with the same PID), FastFile never removes it: it tries
+C<"$filename.tmp.$$.RANDOM"> instead. The reference unlinks it.
+
+=item *
+
+C<EINTR> is retried after running perl's pending signal handlers, so an
+C<alarm> still fires; a handler that dies leaves no temporary file. The
+reference dies on C<EINTR>. While such a handler runs, the data scalar is
+read-only.
+
+=item *
+
+An C<undef> or empty C<$filename> dies early with a clear message.
+C<file_read_firstline> dies on a read error, where the reference returns
+C<undef>.
+
+=item *
+
+pmxcfs limits files to 1 MiB and accepts only the modes and owners it sets
+itself; it has neither C<renameat2> flags nor hard links, so C<noclobber>
+dies there.
+
+=back
+
+=head1 SEE ALSO
+
+=over 4
+
+=item L<File::Slurper>
+
+Clean API for reading and writing, but not atomic on write.
+
+=item L<Path::Tiny>
+
+C<spew> is atomic (temp + rename) but writes through PerlIO's buffer and
+copies the data.
+
+=item L<File::Slurp>
+
+C<write_file> with C<atomic> is close in spirit; pure Perl, buffered.
+
+=item L<IO::AtomicFile>
+
+A handle that commits on close; buffered, and its destructor commits
+whatever was written when the handle just goes out of scope.
+
+=back
+
+=head1 AUTHOR
+
+The FastFile developers.
+
+=head1 LICENSE
+
+This library is free software; you can redistribute it and/or modify it under
+the same terms as Perl itself.
 
 =cut
