@@ -1,0 +1,1058 @@
+/*
+ * fastfs - a tiny in-memory FUSE filesystem for FastFile's tests and
+ * benchmarks.
+ *
+ * It counts FUSE WRITE requests, models pmxcfs' write amplification
+ * (pmxcfs stores the whole file again on every write request, so
+ * "bytes_stored" grows by the file's size after each request) and
+ * injects faults.  Everything is controlled through the file "/.fastfs"
+ * at the mount root (not listed by readdir); see README.
+ *
+ *   fastfs -f -s -o max_write=131072,default_permissions MOUNTPOINT
+ *
+ * All state is guarded by one mutex, so the multi-threaded loop works as
+ * well; that is only needed to let "delay" be cut short by an INTERRUPT
+ * (run without -s and with -o intr).
+ */
+#define FUSE_USE_VERSION 31
+#define _GNU_SOURCE
+
+#include <fuse.h>
+#include <errno.h>
+#include <stddef.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CTL_PATH   "/.fastfs"
+#define NSIZES     4096            /* remembered write request sizes */
+#define MAX_RULES  64
+#define MAX_FILE   (1LL << 31)     /* refuse files above 2 GiB: EFBIG */
+
+struct node;
+struct entry { char *name; struct node *node; };
+
+struct node {
+	mode_t mode;
+	uid_t uid;
+	gid_t gid;
+	nlink_t nlink;
+	ino_t ino;
+	struct timespec atime, mtime, ctime;
+	char *data;                 /* file contents or symlink target */
+	size_t size, cap;
+	struct entry *ents;         /* directory entries, in creation order */
+	size_t nents, cap_ents;
+	int opens;                  /* open handles keep unlinked files alive */
+};
+
+/* fi->fh points to one of these; the control file gets a text snapshot. */
+struct handle { struct node *node; int is_ctl; char *text; size_t len; };
+
+enum op { OP_WRITE, OP_FLUSH, OP_FSYNC, OP_RENAME, OP_CREATE, OP_OPEN,
+	  OP_TRUNCATE, OP_UNLINK, OP_READ, OP_SHORT, OP_DELAY, OP_COUNT };
+static const char *op_names[OP_COUNT] = { "write", "flush", "fsync",
+	"rename", "create", "open", "truncate", "unlink", "read" };
+
+/* fail rules: value = errno; short: max bytes; delay: milliseconds.
+ * remaining < 0 means "forever". */
+struct rule { enum op op; long value; long remaining; char *pattern; };
+
+static struct {
+	unsigned long long write_requests, write_bytes, write_max, write_min,
+		bytes_stored, write_errors, read_requests, create_requests,
+		open_requests, flush_requests, release_requests, rename_requests,
+		fsync_requests, unlink_requests, truncate_requests, faults_injected,
+		interrupted;
+} st;
+static unsigned sizes[NSIZES];      /* ring buffer of the last write sizes */
+static unsigned long long nsizes;   /* total recorded, ring index = n % N */
+
+static struct rule rules[MAX_RULES];
+static int nrules;
+static struct node *root;
+static ino_t next_ino = 1;
+static unsigned max_write_seen;
+static struct fuse_conn_info_opts *conn_opts;  /* -o max_write=N etc. */
+
+/* libfuse 3 dropped these as -o options (they are fuse_config fields set
+ * in init()), so we parse them ourselves. */
+static struct { int direct_io, intr; } opts;
+static unsigned long max_write_opt;
+enum { KEY_MAX_WRITE };
+static const struct fuse_opt opt_spec[] = {
+	{ "direct_io", offsetof(typeof(opts), direct_io), 1 },
+	{ "intr", offsetof(typeof(opts), intr), 1 },
+	FUSE_OPT_KEY("max_write=", KEY_MAX_WRITE),
+	FUSE_OPT_END
+};
+
+/* Peeks at max_write (left in place for fuse_parse_conn_info_opts). */
+static int opt_proc(void *data, const char *arg, int key,
+		    struct fuse_args *out)
+{
+	(void) data; (void) out;
+	if (key == KEY_MAX_WRITE)
+		max_write_opt = strtoul(arg + strlen("max_write="), NULL, 0);
+	return 1;
+}
+
+static pthread_mutex_t big = PTHREAD_MUTEX_INITIALIZER;
+static void unlock_cb(int *unused) { (void) unused; pthread_mutex_unlock(&big); }
+/* Holds the big lock until the enclosing function returns. */
+#define LOCKED __attribute__((cleanup(unlock_cb), unused)) \
+	int lock_guard_ = pthread_mutex_lock(&big)
+
+static struct timespec now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts;
+}
+
+/* ---------- the tree ---------- */
+
+static struct node *new_node(mode_t mode, uid_t uid, gid_t gid)
+{
+	struct node *n = calloc(1, sizeof *n);
+
+	if (!n)
+		return NULL;
+	n->mode = mode;
+	n->uid = uid;
+	n->gid = gid;
+	n->ino = next_ino++;
+	n->atime = n->mtime = n->ctime = now();
+	return n;
+}
+
+static void maybe_free(struct node *n)
+{
+	if (n->nlink > 0 || n->opens > 0)
+		return;
+	free(n->data);
+	free(n->ents);  /* only ever empty here: rmdir insists */
+	free(n);
+}
+
+static struct entry *find_entry(struct node *dir, const char *name, size_t len)
+{
+	for (size_t i = 0; i < dir->nents; i++)
+		if (strlen(dir->ents[i].name) == len &&
+		    memcmp(dir->ents[i].name, name, len) == 0)
+			return &dir->ents[i];
+	return NULL;
+}
+
+/* Walks the first len bytes of path; NULL with errno set on failure. */
+static struct node *walk(const char *path, size_t len)
+{
+	struct node *n = root;
+	size_t i = 0;
+
+	while (i < len) {
+		size_t j;
+		struct entry *e;
+
+		while (i < len && path[i] == '/')
+			i++;
+		if (i >= len)
+			break;
+		for (j = i; j < len && path[j] != '/'; j++)
+			;
+		if (!S_ISDIR(n->mode)) {
+			errno = ENOTDIR;
+			return NULL;
+		}
+		e = find_entry(n, path + i, j - i);
+		if (!e) {
+			errno = ENOENT;
+			return NULL;
+		}
+		n = e->node;
+		i = j;
+	}
+	return n;
+}
+
+static struct node *lookup(const char *path)
+{
+	if (!path) {  /* unlinked while open, and no fi to go by */
+		errno = ENOENT;
+		return NULL;
+	}
+	return walk(path, strlen(path));
+}
+
+/* The directory holding path's last component, which goes to *leaf. */
+static struct node *lookup_parent(const char *path, const char **leaf)
+{
+	const char *slash = strrchr(path, '/');
+	struct node *dir = walk(path, slash - path);
+
+	*leaf = slash + 1;
+	if (dir && !S_ISDIR(dir->mode)) {
+		errno = ENOTDIR;
+		return NULL;
+	}
+	return dir;
+}
+
+static int add_entry(struct node *dir, const char *name, struct node *n)
+{
+	if (dir->nents == dir->cap_ents) {
+		size_t cap = dir->cap_ents ? dir->cap_ents * 2 : 8;
+		struct entry *e = realloc(dir->ents, cap * sizeof *e);
+		if (!e)
+			return -ENOMEM;
+		dir->ents = e;
+		dir->cap_ents = cap;
+	}
+	if (!(dir->ents[dir->nents].name = strdup(name)))
+		return -ENOMEM;
+	dir->ents[dir->nents++].node = n;
+	n->nlink++;
+	dir->mtime = dir->ctime = now();
+	return 0;
+}
+
+/* Takes the entry out of dir; the node is left alone. */
+static void remove_slot(struct node *dir, struct entry *e)
+{
+	size_t i = e - dir->ents;
+
+	free(e->name);
+	memmove(e, e + 1, (dir->nents - i - 1) * sizeof *e);
+	dir->nents--;
+	dir->mtime = dir->ctime = now();
+}
+
+/* Removes the entry, drops one link and frees the node if unused. */
+static void del_entry(struct node *dir, struct entry *e)
+{
+	struct node *n = e->node;
+
+	remove_slot(dir, e);
+	n->nlink--;
+	n->ctime = now();
+	if (S_ISDIR(n->mode))
+		n->nlink = 0;  /* a removed directory has no "." either */
+	maybe_free(n);
+}
+
+/* Creates path as a new node; fails with EEXIST if it is there. */
+static int make_node(const char *path, mode_t mode, struct node **out)
+{
+	const char *leaf;
+	struct node *dir = lookup_parent(path, &leaf), *n;
+	int r;
+
+	if (!dir)
+		return -errno;
+	if (find_entry(dir, leaf, strlen(leaf)) || strcmp(path, CTL_PATH) == 0)
+		return -EEXIST;
+	if (!(n = new_node(mode, fuse_get_context()->uid,
+			   fuse_get_context()->gid)))
+		return -ENOMEM;
+	if ((r = add_entry(dir, leaf, n)) < 0) {
+		free(n);
+		return r;
+	}
+	if (S_ISDIR(mode)) {
+		n->nlink++;    /* its own "." */
+		dir->nlink++;  /* its ".." */
+	}
+	*out = n;
+	return 0;
+}
+
+static int resize(struct node *n, off_t size)
+{
+	if (size < 0)
+		return -EINVAL;
+	if (size > MAX_FILE)
+		return -EFBIG;
+	if ((size_t) size > n->cap) {
+		size_t cap = n->cap ? n->cap : 4096;
+		char *d;
+		while (cap < (size_t) size)
+			cap *= 2;
+		if (!(d = realloc(n->data, cap)))
+			return -ENOMEM;
+		n->data = d;
+		n->cap = cap;
+	}
+	if ((size_t) size > n->size)
+		memset(n->data + n->size, 0, size - n->size);  /* holes read 0 */
+	n->size = size;
+	n->mtime = n->ctime = now();
+	return 0;
+}
+
+/* ---------- fault rules ---------- */
+
+static int matches(const char *pattern, const char *path)
+{
+	size_t len = strlen(pattern);
+
+	if (!path)
+		path = "";  /* unlinked but still open: only "*" matches */
+	if (len && pattern[len - 1] == '*')
+		return strncmp(pattern, path, len - 1) == 0;
+	return strcmp(pattern, path) == 0;
+}
+
+/* The newest rule for op on path, or NULL; consumes one use of it. */
+static struct rule *find_rule(enum op op, const char *path)
+{
+	for (int i = nrules - 1; i >= 0; i--) {
+		struct rule *r = &rules[i];
+		if (r->op != op || r->remaining == 0 || !matches(r->pattern, path))
+			continue;
+		if (r->remaining > 0)
+			r->remaining--;
+		return r;
+	}
+	return NULL;
+}
+
+/* Returns -errno if a fail rule fires for op on path, else 0. */
+static int fault(enum op op, const char *path)
+{
+	struct rule *r = find_rule(op, path);
+
+	if (!r)
+		return 0;
+	st.faults_injected++;
+	return -(int) r->value;
+}
+
+static void clear_rules(void)
+{
+	for (int i = 0; i < nrules; i++)
+		free(rules[i].pattern);
+	nrules = 0;
+}
+
+static int add_rule(enum op op, long value, long count, const char *pattern)
+{
+	if (nrules == MAX_RULES)
+		return -ENOSPC;
+	if (!(rules[nrules].pattern = strdup(pattern)))
+		return -ENOMEM;
+	rules[nrules].op = op;
+	rules[nrules].value = value;
+	rules[nrules].remaining = count;
+	nrules++;
+	return 0;
+}
+
+static int parse_op(const char *s)
+{
+	if (strcmp(s, "close") == 0)
+		return OP_FLUSH;
+	for (int i = 0; i < OP_SHORT; i++)
+		if (strcmp(s, op_names[i]) == 0)
+			return i;
+	return -1;
+}
+
+/* One command line written to the control file. */
+static int command(char *line)
+{
+	char word[16], opname[16], path[4096];
+	long a, b;
+	int op;
+
+	if (sscanf(line, "%15s", word) != 1)
+		return 0;  /* blank line */
+	if (strcmp(word, "reset") == 0) {
+		memset(&st, 0, sizeof st);
+		nsizes = 0;
+		return 0;
+	}
+	if (strcmp(word, "clear") == 0) {
+		clear_rules();
+		return 0;
+	}
+	if (strcmp(word, "fail") == 0 &&
+	    sscanf(line, "%*s %15s %ld %4095s", opname, &a, path) == 3 &&
+	    (op = parse_op(opname)) >= 0 && a > 0 && a < 4096)
+		return add_rule(op, a, -1, path);
+	if (strcmp(word, "failn") == 0 &&
+	    sscanf(line, "%*s %ld %15s %ld %4095s", &b, opname, &a, path) == 4 &&
+	    (op = parse_op(opname)) >= 0 && a > 0 && a < 4096 && b > 0)
+		return add_rule(op, a, b, path);
+	if (strcmp(word, "short") == 0 &&
+	    sscanf(line, "%*s %4095s %ld", path, &a) == 2 && a >= 0)
+		return add_rule(OP_SHORT, a, -1, path);
+	if (strcmp(word, "delay") == 0 &&
+	    sscanf(line, "%*s %4095s %ld", path, &a) == 2 && a >= 0)
+		return add_rule(OP_DELAY, a, -1, path);
+	return -EINVAL;
+}
+
+static int ctl_write(const char *buf, size_t size)
+{
+	char *text = strndup(buf, size), *line, *save = NULL;
+	int r = 0;
+	LOCKED;
+
+	if (!text)
+		return -ENOMEM;
+	for (line = strtok_r(text, "\n", &save); line && r == 0;
+	     line = strtok_r(NULL, "\n", &save))
+		r = command(line);
+	free(text);
+	return r < 0 ? r : (int) size;
+}
+
+/* Renders all counters as "key value\n" lines. */
+static int ctl_snapshot(struct handle *h)
+{
+	FILE *f = open_memstream(&h->text, &h->len);
+	unsigned long long first;
+	LOCKED;
+
+	if (!f)
+		return -ENOMEM;
+#define KV(k) fprintf(f, #k " %llu\n", st.k)
+	KV(write_requests); KV(write_bytes); KV(write_max); KV(write_min);
+	KV(bytes_stored); KV(write_errors); KV(read_requests);
+	KV(create_requests); KV(open_requests); KV(flush_requests);
+	KV(release_requests); KV(rename_requests); KV(fsync_requests);
+	KV(unlink_requests); KV(truncate_requests); KV(faults_injected);
+	KV(interrupted);
+#undef KV
+	fprintf(f, "rules %d\nmax_write %u\nwrite_sizes ", nrules, max_write_seen);
+	first = nsizes > NSIZES ? nsizes - NSIZES : 0;
+	for (unsigned long long i = first; i < nsizes; i++)
+		fprintf(f, "%s%u", i > first ? "," : "", sizes[i % NSIZES]);
+	fputc('\n', f);
+	return fclose(f) ? -ENOMEM : 0;
+}
+
+/* ---------- operations ---------- */
+
+static struct handle *H(struct fuse_file_info *fi)
+{
+	return fi ? (struct handle *) (uintptr_t) fi->fh : NULL;
+}
+
+static int is_ctl(const char *path)
+{
+	return path && strcmp(path, CTL_PATH) == 0;
+}
+
+/* What an operation is about: the open handle's node if there is one,
+ * since the path is NULL once an open file has been unlinked. */
+static struct node *node_of(const char *path, struct fuse_file_info *fi)
+{
+	if (fi && H(fi)->node)
+		return H(fi)->node;
+	return lookup(path);
+}
+
+static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
+{
+	cfg->use_ino = 1;       /* hard links and renames keep st_ino */
+	cfg->hard_remove = 1;   /* no .fuse_hidden renames to skew the counts */
+	/* the high-level API gives each hard link its own kernel inode, so
+	 * cached attributes could go stale; GETATTRs are not what we count */
+	cfg->attr_timeout = 0;
+	cfg->nullpath_ok = 0;   /* we want paths (for rules) whenever known */
+	cfg->direct_io = opts.direct_io;
+	cfg->intr = opts.intr;  /* see main() for the signal handler */
+	cfg->intr_signal = SIGUSR1;
+	/* Writeback caching would merge and split requests behind our back. */
+	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	/* fuse_main() does not parse -o max_write itself; libfuse derives
+	 * the kernel's max_pages from it (FUSE_MAX_PAGES), so 1 MiB works */
+	fuse_apply_conn_info_opts(conn_opts, conn);
+	max_write_seen = conn->max_write;
+	return NULL;
+}
+
+static int fs_getattr(const char *path, struct stat *sb,
+		      struct fuse_file_info *fi)
+{
+	struct handle *h = H(fi);
+	struct node *n;
+	LOCKED;
+
+	memset(sb, 0, sizeof *sb);
+	if ((h && h->is_ctl) || is_ctl(path)) {
+		sb->st_ino = UINT32_MAX;       /* far above any real node */
+		sb->st_mode = S_IFREG | 0666;  /* size 0: read via direct_io */
+		sb->st_nlink = 1;
+		sb->st_uid = getuid();
+		sb->st_gid = getgid();
+		return 0;
+	}
+	if (!(n = node_of(path, fi)))
+		return -errno;
+	sb->st_ino = n->ino;
+	sb->st_mode = n->mode;
+	sb->st_nlink = n->nlink;
+	sb->st_uid = n->uid;
+	sb->st_gid = n->gid;
+	sb->st_size = n->size;
+	sb->st_blksize = 4096;
+	sb->st_blocks = (n->size + 511) / 512;
+	sb->st_atim = n->atime;
+	sb->st_mtim = n->mtime;
+	sb->st_ctim = n->ctime;
+	return 0;
+}
+
+/* Permission bits are checked by the kernel (-o default_permissions,
+ * which then never sends ACCESS); this only answers whether path exists. */
+static int fs_access(const char *path, int mask)
+{
+	LOCKED;
+
+	(void) mask;
+	return is_ctl(path) || lookup(path) ? 0 : -errno;
+}
+
+static int fs_readlink(const char *path, char *buf, size_t size)
+{
+	struct node *n;
+	size_t len;
+	LOCKED;
+
+	if (!(n = lookup(path)))
+		return -errno;
+	if (!S_ISLNK(n->mode))
+		return -EINVAL;
+	len = n->size < size - 1 ? n->size : size - 1;
+	memcpy(buf, n->data, len);
+	buf[len] = '\0';
+	return 0;
+}
+
+static int fs_mkdir(const char *path, mode_t mode)
+{
+	struct node *n;
+	LOCKED;
+
+	return make_node(path, S_IFDIR | (mode & 07777), &n);
+}
+
+static int fs_symlink(const char *target, const char *path)
+{
+	struct node *n;
+	int r;
+	LOCKED;
+
+	if ((r = make_node(path, S_IFLNK | 0777, &n)) < 0)
+		return r;
+	if ((r = resize(n, strlen(target))) == 0)
+		memcpy(n->data, target, n->size);
+	return r;
+}
+
+static int fs_unlink(const char *path)
+{
+	const char *leaf;
+	struct node *dir;
+	struct entry *e;
+	int r;
+	LOCKED;
+
+	st.unlink_requests++;
+	if (is_ctl(path))
+		return -EPERM;
+	if ((r = fault(OP_UNLINK, path)))
+		return r;
+	if (!(dir = lookup_parent(path, &leaf)))
+		return -errno;
+	if (!(e = find_entry(dir, leaf, strlen(leaf))))
+		return -ENOENT;
+	if (S_ISDIR(e->node->mode))
+		return -EISDIR;
+	del_entry(dir, e);
+	return 0;
+}
+
+static int fs_rmdir(const char *path)
+{
+	const char *leaf;
+	struct node *dir;
+	struct entry *e;
+	LOCKED;
+
+	if (!(dir = lookup_parent(path, &leaf)))
+		return -errno;
+	if (!(e = find_entry(dir, leaf, strlen(leaf))))
+		return -ENOENT;
+	if (!S_ISDIR(e->node->mode))
+		return -ENOTDIR;
+	if (e->node->nents)
+		return -ENOTEMPTY;
+	dir->nlink--;  /* the child's ".." */
+	del_entry(dir, e);
+	return 0;
+}
+
+/* Is path b equal to, or inside, directory path a? */
+static int inside(const char *a, const char *b)
+{
+	size_t len = strlen(a);
+	return strncmp(a, b, len) == 0 && (b[len] == '/' || b[len] == '\0');
+}
+
+static int fs_rename(const char *from, const char *to, unsigned int flags)
+{
+	const char *fleaf, *tleaf;
+	struct node *fdir, *tdir, *n;
+	struct entry *fe, *te;
+	int r;
+	LOCKED;
+
+	st.rename_requests++;
+	if (is_ctl(from) || is_ctl(to))
+		return -EPERM;
+	if ((r = fault(OP_RENAME, from)))
+		return r;
+	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE))
+		return -EINVAL;  /* RENAME_WHITEOUT */
+	if (!(fdir = lookup_parent(from, &fleaf)) ||
+	    !(tdir = lookup_parent(to, &tleaf)))
+		return -errno;
+	if (!(fe = find_entry(fdir, fleaf, strlen(fleaf))))
+		return -ENOENT;
+	te = find_entry(tdir, tleaf, strlen(tleaf));
+	n = fe->node;
+
+	if (flags & RENAME_EXCHANGE) {
+		if (!te)
+			return -ENOENT;
+		if ((S_ISDIR(n->mode) && inside(from, to)) ||
+		    (S_ISDIR(te->node->mode) && inside(to, from)))
+			return -EINVAL;
+		fe->node = te->node;
+		te->node = n;
+		fdir->ctime = tdir->ctime = now();
+		return 0;
+	}
+	if (te && (flags & RENAME_NOREPLACE))
+		return -EEXIST;
+	if (S_ISDIR(n->mode) && inside(from, to))
+		return -EINVAL;  /* into its own subtree */
+	if (te) {
+		if (te->node == n)
+			return 0;  /* hard links to one file: POSIX says no-op */
+		if (S_ISDIR(n->mode) && !S_ISDIR(te->node->mode))
+			return -ENOTDIR;
+		if (!S_ISDIR(n->mode) && S_ISDIR(te->node->mode))
+			return -EISDIR;
+		if (S_ISDIR(te->node->mode)) {
+			if (te->node->nents)
+				return -ENOTEMPTY;
+			tdir->nlink--;
+		}
+		del_entry(tdir, te);
+	}
+	/* add first so nothing is lost on ENOMEM; that may move fdir's
+	 * entries, so look the source up again before removing it */
+	if ((r = add_entry(tdir, tleaf, n)) < 0)
+		return r;
+	remove_slot(fdir, find_entry(fdir, fleaf, strlen(fleaf)));
+	n->nlink--;
+	n->ctime = now();
+	if (S_ISDIR(n->mode)) {
+		fdir->nlink--;
+		tdir->nlink++;
+	}
+	return 0;
+}
+
+static int fs_link(const char *from, const char *to)
+{
+	const char *leaf;
+	struct node *n, *dir;
+	LOCKED;
+
+	if (is_ctl(from) || is_ctl(to))
+		return -EPERM;
+	if (!(n = lookup(from)))
+		return -errno;
+	if (S_ISDIR(n->mode))
+		return -EPERM;
+	if (!(dir = lookup_parent(to, &leaf)))
+		return -errno;
+	if (find_entry(dir, leaf, strlen(leaf)))
+		return -EEXIST;
+	n->ctime = now();
+	return add_entry(dir, leaf, n);
+}
+
+static int fs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+	struct node *n;
+	LOCKED;
+
+	if (!(n = node_of(path, fi)))
+		return -errno;  /* also for the control file */
+	n->mode = (n->mode & S_IFMT) | (mode & 07777);
+	n->ctime = now();
+	return 0;
+}
+
+static int fs_chown(const char *path, uid_t uid, gid_t gid,
+		    struct fuse_file_info *fi)
+{
+	struct node *n;
+	LOCKED;
+
+	if (!(n = node_of(path, fi)))
+		return -errno;
+	if (uid != (uid_t) -1)
+		n->uid = uid;
+	if (gid != (gid_t) -1)
+		n->gid = gid;
+	n->ctime = now();
+	return 0;
+}
+
+static int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
+{
+	struct node *n;
+	int r;
+	LOCKED;
+
+	if (is_ctl(path) || (H(fi) && H(fi)->is_ctl))
+		return 0;  /* open(">") of the control file truncates it */
+	st.truncate_requests++;
+	if ((r = fault(OP_TRUNCATE, path)))
+		return r;
+	if (!(n = node_of(path, fi)))
+		return -errno;
+	return S_ISDIR(n->mode) ? -EISDIR : resize(n, size);
+}
+
+static int fs_utimens(const char *path, const struct timespec tv[2],
+		      struct fuse_file_info *fi)
+{
+	struct node *n;
+	struct timespec t = now();
+	LOCKED;
+
+	if (is_ctl(path) || (H(fi) && H(fi)->is_ctl))
+		return 0;  /* touch */
+	if (!(n = node_of(path, fi)))
+		return -errno;
+	if (!tv || tv[0].tv_nsec != UTIME_OMIT)
+		n->atime = !tv || tv[0].tv_nsec == UTIME_NOW ? t : tv[0];
+	if (!tv || tv[1].tv_nsec != UTIME_OMIT)
+		n->mtime = !tv || tv[1].tv_nsec == UTIME_NOW ? t : tv[1];
+	n->ctime = t;
+	return 0;
+}
+
+static int open_handle(struct node *n, struct fuse_file_info *fi)
+{
+	struct handle *h = calloc(1, sizeof *h);
+
+	if (!h)
+		return -ENOMEM;
+	h->node = n;
+	n->opens++;
+	fi->fh = (uintptr_t) h;
+	return 0;
+}
+
+static int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+	struct node *n;
+	int r;
+	LOCKED;
+
+	if (is_ctl(path))
+		return -EEXIST;
+	st.create_requests++;
+	if ((r = fault(OP_CREATE, path)))
+		return r;
+	/* mode arrives already masked by the caller's umask */
+	r = make_node(path, S_IFREG | (mode & 07777), &n);
+	if (r == -EEXIST && !(fi->flags & O_EXCL) && (n = lookup(path)))
+		r = S_ISDIR(n->mode) ? -EISDIR : 0;  /* lost a race: open it */
+	if (r == 0 && (fi->flags & O_TRUNC) && n->size)
+		r = resize(n, 0);
+	return r ? r : open_handle(n, fi);
+}
+
+static int fs_open(const char *path, struct fuse_file_info *fi)
+{
+	struct node *n;
+	int r;
+
+	if (is_ctl(path)) {
+		struct handle *h = calloc(1, sizeof *h);
+		if (!h)
+			return -ENOMEM;
+		h->is_ctl = 1;
+		if ((r = ctl_snapshot(h)) < 0) {
+			free(h);
+			return r;
+		}
+		fi->direct_io = 1;  /* size is 0: bypass the page cache */
+		fi->fh = (uintptr_t) h;
+		return 0;
+	}
+	LOCKED;
+	st.open_requests++;
+	if ((r = fault(OP_OPEN, path)))
+		return r;
+	if (!(n = lookup(path)))
+		return -errno;
+	if ((fi->flags & O_TRUNC) && (fi->flags & O_ACCMODE) != O_RDONLY) {
+		/* only seen with FUSE_CAP_ATOMIC_O_TRUNC */
+		st.truncate_requests++;
+		if ((r = resize(n, 0)) < 0)
+			return r;
+	}
+	return open_handle(n, fi);
+}
+
+static int fs_read(const char *path, char *buf, size_t size, off_t off,
+		   struct fuse_file_info *fi)
+{
+	struct handle *h = H(fi);
+	const char *src;
+	size_t len;
+	int r;
+	LOCKED;
+
+	if (h->is_ctl) {
+		src = h->text;
+		len = h->len;
+	} else {
+		st.read_requests++;
+		if ((r = fault(OP_READ, path)))
+			return r;
+		src = h->node->data;
+		len = h->node->size;
+	}
+	if (off < 0 || (size_t) off >= len)
+		return 0;
+	if (size > len - off)
+		size = len - off;
+	memcpy(buf, src + off, size);
+	return size;
+}
+
+/* Sleeps ms with the lock released; -EINTR if the kernel interrupts. */
+static int sleep_unlocked(long ms)
+{
+	int r = 0;
+
+	pthread_mutex_unlock(&big);
+	/* short slices so an INTERRUPT (only with -o intr and without -s) is
+	 * noticed soon; single-threaded the request just answers late */
+	for (long left = ms; left > 0 && !r; left -= 10) {
+		struct timespec ts = { 0, (left < 10 ? left : 10) * 1000000L };
+		nanosleep(&ts, NULL);
+		if (fuse_interrupted())
+			r = -EINTR;
+	}
+	pthread_mutex_lock(&big);
+	if (r)
+		st.interrupted++;
+	return r;
+}
+
+static int fs_write(const char *path, const char *buf, size_t size,
+		    off_t off, struct fuse_file_info *fi)
+{
+	struct handle *h = H(fi);
+	struct node *n = h->node;
+	struct rule *rl;
+	int r;
+
+	if (h->is_ctl)
+		return ctl_write(buf, size);
+	LOCKED;
+	st.write_requests++;
+	st.write_bytes += size;
+	if (size > st.write_max)
+		st.write_max = size;
+	if (st.write_min == 0 || size < st.write_min)
+		st.write_min = size;
+	sizes[nsizes++ % NSIZES] = size;
+
+	if ((rl = find_rule(OP_DELAY, path)) && (r = sleep_unlocked(rl->value)))
+		goto fail;
+	if ((r = fault(OP_WRITE, path)))
+		goto fail;
+	if ((rl = find_rule(OP_SHORT, path)) && size > (size_t) rl->value)
+		size = rl->value;
+	if (off + (off_t) size > (off_t) n->size &&
+	    (r = resize(n, off + size)) < 0)
+		goto fail;
+	if (size)
+		memcpy(n->data + off, buf, size);
+	n->mtime = n->ctime = now();
+	st.bytes_stored += n->size;  /* pmxcfs re-stores the whole file */
+	return size;
+fail:
+	st.write_errors++;
+	return r;
+}
+
+static int fs_statfs(const char *path, struct statvfs *sv)
+{
+	(void) path;
+	memset(sv, 0, sizeof *sv);
+	sv->f_bsize = sv->f_frsize = 4096;
+	sv->f_blocks = sv->f_bfree = sv->f_bavail = 1 << 20;  /* 4 GiB */
+	sv->f_files = sv->f_ffree = sv->f_favail = 1 << 20;
+	sv->f_namemax = 255;
+	return 0;
+}
+
+static int fs_flush(const char *path, struct fuse_file_info *fi)
+{
+	LOCKED;
+
+	if (H(fi)->is_ctl)
+		return 0;
+	st.flush_requests++;
+	return fault(OP_FLUSH, path);
+}
+
+static int fs_release(const char *path, struct fuse_file_info *fi)
+{
+	struct handle *h = H(fi);
+	LOCKED;
+
+	(void) path;
+	if (h->is_ctl) {
+		free(h->text);
+	} else {
+		st.release_requests++;
+		h->node->opens--;
+		maybe_free(h->node);
+	}
+	free(h);
+	return 0;
+}
+
+static int fs_fsync(const char *path, int datasync, struct fuse_file_info *fi)
+{
+	LOCKED;
+
+	(void) datasync;
+	if (H(fi)->is_ctl)
+		return 0;
+	st.fsync_requests++;
+	return fault(OP_FSYNC, path);
+}
+
+static int fs_fsyncdir(const char *path, int datasync,
+		       struct fuse_file_info *fi)
+{
+	(void) path; (void) datasync; (void) fi;
+	return 0;
+}
+
+static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t fill,
+		      off_t off, struct fuse_file_info *fi,
+		      enum fuse_readdir_flags flags)
+{
+	struct node *n;
+	LOCKED;
+
+	(void) off; (void) fi; (void) flags;
+	if (!(n = lookup(path)))
+		return -errno;
+	if (!S_ISDIR(n->mode))
+		return -ENOTDIR;
+	fill(buf, ".", NULL, 0, 0);
+	fill(buf, "..", NULL, 0, 0);
+	/* the control file is not in the tree, so it is never listed */
+	for (size_t i = 0; i < n->nents; i++)
+		if (fill(buf, n->ents[i].name, NULL, 0, 0))
+			break;
+	return 0;
+}
+
+static const struct fuse_operations ops = {
+	.init = fs_init,
+	.getattr = fs_getattr,
+	.access = fs_access,
+	.readlink = fs_readlink,
+	.mkdir = fs_mkdir,
+	.symlink = fs_symlink,
+	.unlink = fs_unlink,
+	.rmdir = fs_rmdir,
+	.rename = fs_rename,
+	.link = fs_link,
+	.chmod = fs_chmod,
+	.chown = fs_chown,
+	.truncate = fs_truncate,
+	.utimens = fs_utimens,
+	.create = fs_create,
+	.open = fs_open,
+	.read = fs_read,
+	.write = fs_write,
+	.statfs = fs_statfs,
+	.flush = fs_flush,
+	.release = fs_release,
+	.fsync = fs_fsync,
+	.fsyncdir = fs_fsyncdir,
+	.readdir = fs_readdir,
+};
+
+static void ignore_signal(int sig)
+{
+	(void) sig;
+}
+
+int main(int argc, char *argv[])
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	const char *parent = getenv("FASTFS_PARENT_PID");
+	int r;
+
+	/* Test harnesses set this so a killed test cannot leave us (and the
+	 * mount) behind: SIGTERM makes fuse_main unmount and return. */
+	if (parent) {
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (getppid() != (pid_t) atol(parent))
+			return 1;  /* parent already gone */
+	}
+	root = new_node(S_IFDIR | 0755, getuid(), getgid());
+	if (!root)
+		return 1;
+	root->nlink = 2;
+	/* then max_write=, max_readahead= ... go out of args for init() */
+	if (fuse_opt_parse(&args, &opts, opt_spec, opt_proc) == -1 ||
+	    !(conn_opts = fuse_parse_conn_info_opts(&args)))
+		return 1;
+	/* Outside this range the kernel rejects libfuse's read buffer
+	 * (EINVAL on /dev/fuse): it needs max(4096, max_write) + header
+	 * and at least 8 KiB, and libfuse's buffer is 1 MiB + header. */
+	if (max_write_opt && (max_write_opt < 4096 || max_write_opt > 1048576)) {
+		fprintf(stderr, "fastfs: max_write must be 4096..1048576\n");
+		return 2;
+	}
+	if (opts.intr) {
+		/* libfuse only installs its handler when intr is known before
+		 * init(); without one SIGUSR1 would kill us.  No SA_RESTART:
+		 * the signal is there to cut a delay's nanosleep short. */
+		struct sigaction sa = { .sa_handler = ignore_signal };
+		sigaction(SIGUSR1, &sa, NULL);
+	}
+	r = fuse_main(args.argc, args.argv, &ops, NULL);
+	fuse_opt_free_args(&args);
+	return r;
+}

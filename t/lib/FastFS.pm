@@ -1,0 +1,252 @@
+package FastFS;
+
+# Test helper: mounts bench/fusefs/fastfs (an in-memory FUSE filesystem
+# that counts WRITE requests and injects faults) on a temporary directory.
+#
+#   use lib 't/lib';
+#   use FastFS;
+#   my $why = FastFS::available();
+#   plan skip_all => "fastfs: $why" if $why;
+#   my $fs = FastFS->mount(max_write => 131072);
+#   ... write into $fs->dir ...
+#   is $fs->counters->{write_requests}, 8;
+#   $fs->control('fail write 28 /file.tmp.*');
+#   $fs->unmount;          # also done by DESTROY and an END block
+#
+# See bench/fusefs/README for the control-file protocol.
+
+use strict;
+use warnings;
+
+use Cwd ();
+use Errno ();
+use Fcntl qw(O_WRONLY LOCK_EX);
+use File::Basename ();
+use File::Spec ();
+use File::Temp ();
+use POSIX ();
+use Scalar::Util ();
+
+my $ROOT = Cwd::abs_path(
+    File::Spec->catdir(File::Basename::dirname(__FILE__), '..', '..'));
+my $SRCDIR = File::Spec->catdir($ROOT, 'bench', 'fusefs');
+my $BIN    = File::Spec->catfile($SRCDIR, 'fastfs');
+
+my %LIVE;          # dir => weak ref to each mounted object, for END
+my $AVAILABLE;     # cached result of available()
+
+sub binary { $BIN }
+
+sub _which {
+    my ($prog) = @_;
+    for my $d (File::Spec->path) {
+        my $p = File::Spec->catfile($d, $prog);
+        return $p if -f $p && -x _;
+    }
+    return;
+}
+
+sub _sleep { select(undef, undef, undef, $_[0]) }
+
+# Builds the daemon if it is missing or older than its source.  A lock
+# keeps parallel test files from running make at the same time.
+sub build {
+    my $src = File::Spec->catfile($SRCDIR, 'fastfs.c');
+    return '' if -x $BIN && -M $BIN <= -M $src;
+    return "no make" unless _which('make');
+    return "no pkg-config" unless _which('pkg-config');
+    open my $lock, '>', File::Spec->catfile($SRCDIR, '.build.lock')
+        or return "cannot build: lock: $!";
+    flock $lock, LOCK_EX or return "cannot build: flock: $!";
+    return '' if -x $BIN && -M $BIN <= -M $src;     # someone else did
+    my $pid = open(my $ph, '-|') // return "cannot build: fork: $!";
+    if (!$pid) {
+        open STDERR, '>&', \*STDOUT;
+        exec 'make', '-C', $SRCDIR
+            or POSIX::_exit(127);
+    }
+    my $out = do { local $/; <$ph> } // '';
+    close $ph;
+    return "cannot build: " . ((split /\n/, $out)[-1] // "make failed: $?")
+        if $? || !-x $BIN;
+    return '';
+}
+
+# '' if fastfs can be used here, otherwise why not (for skip_all).
+sub available {
+    return $AVAILABLE if defined $AVAILABLE;
+    my $why = '';
+    if (!-e '/dev/fuse') {
+        $why = 'no /dev/fuse';
+    } elsif (!-r '/dev/fuse' || !-w _) {
+        $why = 'no access to /dev/fuse';
+    } elsif (!_which('fusermount3')) {
+        $why = 'fusermount3 missing';
+    } else {
+        $why = build();
+        if (!$why) {
+            my $fs = eval { FastFS->mount };
+            $why = $fs ? '' : "mount failed: " . ($@ =~ s/\s+\z//r);
+            $fs->unmount if $fs;
+        }
+    }
+    return $AVAILABLE = $why;
+}
+
+# FastFS->mount(max_write => N, direct_io => 1, threads => 1, debug => 1)
+# threads => 1 runs the multi-threaded loop with -o intr, so an INTERRUPT
+# cuts a "delay" short (write returns EINTR); default is single-threaded.
+sub mount {
+    my ($class, %opt) = @_;
+    my $why = build();
+    die "fastfs: $why\n" if $why;
+    my $max_write = $opt{max_write} || 131072;
+    my $dir = File::Temp::tempdir('fastfs-XXXXXX', TMPDIR => 1, CLEANUP => 0);
+    my $log = "$dir.log";
+    my @o = ("max_write=$max_write", 'default_permissions', 'auto_unmount',
+             'fsname=fastfs');
+    push @o, 'direct_io' if $opt{direct_io};
+    push @o, 'intr'      if $opt{threads};
+    my @cmd = ($BIN, '-f', ($opt{threads} ? () : '-s'),
+               ($opt{debug} ? '-d' : ()), '-o', join(',', @o), $dir);
+
+    my $parent = $$;
+    my $pid = fork;
+    if (!defined $pid) {
+        my $err = $!;
+        rmdir $dir;
+        die "fastfs: fork: $err\n";
+    }
+    if (!$pid) {
+        # die with us even if we are SIGKILLed: see main() in fastfs.c
+        $ENV{FASTFS_PARENT_PID} = $parent;
+        open STDIN, '<', '/dev/null';
+        open STDOUT, '>', $log;
+        open STDERR, '>&', \*STDOUT;
+        exec { $cmd[0] } @cmd
+            or POSIX::_exit(127);
+    }
+    my $self = bless { dir => $dir, pid => $pid, owner => $$, log => $log,
+                       max_write => $max_write }, $class;
+    Scalar::Util::weaken($LIVE{$dir} = $self);
+
+    # live once the hidden control file shows up (the bare directory has
+    # no such file); bounded, and give up early if the daemon died
+    my $deadline = time + 10;
+    until (-e "$dir/.fastfs") {
+        my $exited = waitpid($pid, POSIX::WNOHANG()) == $pid;
+        if ($exited || time > $deadline) {
+            my $status = $?;
+            my $err = _slurp($log) // '';
+            $self->unmount;
+            $err =~ s/\s+\z//;
+            die "fastfs: mount on $dir failed: " . ($err
+                || ($exited ? "exit status $status" : 'timeout')) . "\n";
+        }
+        _sleep(0.02);
+    }
+    return $self;
+}
+
+sub dir { $_[0]{dir} }
+sub pid { $_[0]{pid} }
+
+sub _slurp {
+    my ($file) = @_;
+    open my $fh, '<', $file or return;
+    local $/;
+    return scalar <$fh>;
+}
+
+# Counters as a hashref; write_sizes becomes an arrayref of numbers.
+sub counters {
+    my ($self) = @_;
+    my $text = _slurp("$self->{dir}/.fastfs");
+    die "fastfs: cannot read control file: $!\n" unless defined $text;
+    my %c = map { /^(\S+) ?(.*)$/ ? ($1, $2) : () } split /\n/, $text;
+    $c{write_sizes} = [ split /,/, $c{write_sizes} // '' ];
+    return \%c;
+}
+
+# Sends one command line; dies if fastfs rejects it (EINVAL).
+sub control {
+    my ($self, $cmd) = @_;
+    $cmd .= "\n" unless $cmd =~ /\n\z/;
+    sysopen my $fh, "$self->{dir}/.fastfs", O_WRONLY
+        or die "fastfs: open control file: $!\n";
+    my $n = syswrite $fh, $cmd;
+    die "fastfs: '$cmd' rejected: $!\n" unless defined $n && $n == length $cmd;
+    close $fh or die "fastfs: close control file: $!\n";
+    return 1;
+}
+
+sub reset { $_[0]->control('reset') }
+sub clear { $_[0]->control('clear') }
+
+sub _mounted {
+    my ($dir) = @_;
+    open my $fh, '<', '/proc/mounts' or return 0;
+    while (<$fh>) {
+        my $m = (split ' ')[1] // next;
+        $m =~ s/\\([0-7]{3})/chr oct $1/ge;
+        return 1 if $m eq $dir;
+    }
+    return 0;
+}
+
+# Unmounts (lazily, so open files cannot block it), reaps the daemon and
+# removes the directory.  Safe to call more than once.
+sub _teardown {
+    my ($d) = @_;
+    local ($?, $!, $@);
+    my ($dir, $pid) = @$d{qw(dir pid)};
+    return if $d->{done}++;
+    delete $LIVE{$dir};
+    if (_mounted($dir)) {
+        my $pid2 = fork;
+        if (defined $pid2 && !$pid2) {
+            open STDOUT, '>', '/dev/null';
+            open STDERR, '>&', \*STDOUT;
+            exec 'fusermount3', '-u', '-z', $dir
+                or POSIX::_exit(127);
+        }
+        waitpid($pid2, 0) if $pid2;
+    }
+    # the daemon exits once unmounted; nudge it if not, then insist.
+    # -1 means already reaped (maybe by the test's own wait): no kill then
+    REAP: for my $sig (0, 'TERM', 'KILL') {
+        kill $sig, $pid if $sig;
+        for (1 .. 100) {
+            my $r = waitpid($pid, POSIX::WNOHANG());
+            last REAP if $r == $pid || $r == -1;
+            _sleep(0.02);
+        }
+    }
+    # umount(8) as a last resort (root only) if still listed
+    if (_mounted($dir) && $> == 0) {
+        system('umount', '-l', $dir);
+    }
+    rmdir $dir;
+    unlink $d->{log};
+}
+
+sub unmount {
+    my ($self) = @_;
+    return if $self->{owner} != $$;    # a forked child must not unmount
+    _teardown($self);
+    $self->{done} = 1;
+    return 1;
+}
+
+sub DESTROY {
+    my ($self) = @_;
+    $self->unmount if !$self->{done};
+}
+
+END {
+    for my $d (grep defined, values %LIVE) {
+        $d->unmount;
+    }
+}
+
+1;
