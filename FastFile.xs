@@ -4,6 +4,8 @@
 #include "EXTERN.h"
 #include "perl.h"
 #include "XSUB.h"
+#define NEED_ck_warner
+#define NEED_ck_warner_d
 #include "ppport.h"
 
 #include "ff_io.h"
@@ -257,8 +259,9 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
     intr.ctx = owner;
     Newxz(a, 1, struct ff_atomic);
     SAVEFREEPV(a);
-    if (ff_atomic_init(a, SvPVX(path), &opt, &intr))
-        Perl_croak_no_mem();
+    err = ff_atomic_init(a, SvPVX(path), &opt, &intr);
+    if (err)
+        croak_errno(err, "unable to replace '%" SVf "' - ", SVfARG(path));
     SAVEDESTRUCTOR_X(S_discard, a);
 
     pid = SvIV(get_sv("$", GV_ADD));

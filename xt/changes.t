@@ -1,0 +1,14 @@
+# Changes: newest release first, in CPAN::Changes style, naming this version
+use strict;
+use warnings;
+use Test::More;
+
+plan skip_all => 'author test: set AUTHOR_TESTING' unless $ENV{AUTHOR_TESTING};
+require './lib/FastFile.pm' if 0;   # no load: read the version from the source
+open my $pm, '<', 'lib/FastFile.pm' or die $!;
+my ($version) = map { /our \$VERSION = '([^']+)'/ ? $1 : () } <$pm>;
+open my $ch, '<', 'Changes' or die $!;
+my @releases = map { /^(\d+\.\d+)\s/ ? $1 : () } <$ch>;
+ok(@releases, 'Changes lists releases');
+is($releases[0], $version, "newest entry is the module's version $version");
+done_testing;
