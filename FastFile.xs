@@ -188,30 +188,32 @@ static void S_parse_options(pTHX_ HV *hv, struct ff_options *opt, bool *force_ut
 
     hv_iterinit(hv);
     while ((he = hv_iternext(hv))) {
-        const char *key = HePV(he, PL_na);
+        STRLEN klen;
+        const char *key = HePV(he, klen);
         SV *val = hv_iterval(hv, he);
+#define KEY_IS(name) (klen == sizeof(name) - 1 && memEQ(key, name, klen))
 
         SvGETMAGIC(val);
-        if (strEQ(key, "perm")) {
+        if (KEY_IS("perm")) {
             if (SvOK(val)) {
-                IV mode;
-                if (SvROK(val) || !looks_like_number(val)
-                    || (mode = SvIV_nomg(val)) < 0 || mode > 07777)
+                NV mode = SvROK(val) || !looks_like_number(val) ? -1 : SvNV_nomg(val);
+                if (!(mode >= 0 && mode <= 07777 && mode == (NV)(IV)mode))  /* NaN fails too */
                     croak("invalid value for option 'perm'\n");
                 opt->perm = (mode_t)mode;
             }
         }
-        else if (strEQ(key, "utf8"))            *force_utf8 = S_flag_value(aTHX_ key, val);
-        else if (strEQ(key, "fsync"))           opt->fsync = S_flag_value(aTHX_ key, val);
-        else if (strEQ(key, "preserve"))        opt->preserve = S_flag_value(aTHX_ key, val);
-        else if (strEQ(key, "if_changed"))      opt->if_changed = S_flag_value(aTHX_ key, val);
-        else if (strEQ(key, "mkdir"))           opt->mkdir = S_flag_value(aTHX_ key, val);
-        else if (strEQ(key, "follow_symlinks")) opt->follow_symlinks = S_flag_value(aTHX_ key, val);
-        else if (strEQ(key, "noclobber"))       opt->noclobber = S_flag_value(aTHX_ key, val);
-        else if (buffer_size && strEQ(key, "buffer_size"))
+        else if (KEY_IS("utf8"))            *force_utf8 = S_flag_value(aTHX_ key, val);
+        else if (KEY_IS("fsync"))           opt->fsync = S_flag_value(aTHX_ key, val);
+        else if (KEY_IS("preserve"))        opt->preserve = S_flag_value(aTHX_ key, val);
+        else if (KEY_IS("if_changed"))      opt->if_changed = S_flag_value(aTHX_ key, val);
+        else if (KEY_IS("mkdir"))           opt->mkdir = S_flag_value(aTHX_ key, val);
+        else if (KEY_IS("follow_symlinks")) opt->follow_symlinks = S_flag_value(aTHX_ key, val);
+        else if (KEY_IS("noclobber"))       opt->noclobber = S_flag_value(aTHX_ key, val);
+        else if (buffer_size && KEY_IS("buffer_size"))
             *buffer_size = val;
         else
-            croak("unknown option '%" SVf "'\n", SVfARG(sv_2mortal(newSVhek(HeKEY_hek(he)))));
+            croak("unknown option '%" SVf "'\n", SVfARG(hv_iterkeysv(he)));
+#undef KEY_IS
     }
 }
 
@@ -271,7 +273,8 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
     err = ff_atomic_prepare(a);
     if (err)
         croak_step(a, err, path);
-    if (opt.if_changed && ff_atomic_unchanged(a, buf, len))
+    /* noclobber wins: an existing target is an error even when identical */
+    if (opt.if_changed && !opt.noclobber && ff_atomic_unchanged(a, buf, len))
         return 0;
     err = ff_atomic_create(a, (long)pid);
     if (err)

@@ -150,7 +150,9 @@ with C<ELOOP>'s text. +1 C<readlink> per link, +1 for the final file.
 Fail with C<EEXIST>'s text if the target exists, atomically: C<renameat2>
 with C<RENAME_NOREPLACE>, or where the filesystem lacks it C<link> and
 C<unlink> of the temporary file. Where neither works (pmxcfs has neither),
-dies saying so. The temporary file is removed on failure.
+dies saying so. The temporary file is removed on failure. Together with
+C<if_changed>, an existing target is an error even when it holds the same
+bytes.
 
 =back
 
