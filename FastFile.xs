@@ -4,8 +4,6 @@
 #include "EXTERN.h"
 #include "perl.h"
 #include "XSUB.h"
-#define NEED_ck_warner
-#define NEED_ck_warner_d
 #include "ppport.h"
 
 #include "ff_io.h"
@@ -432,3 +430,4 @@ file_read_firstline(SV *filename)
     line = S_file_read_firstline(aTHX_ filename);
     LEAVE;
     XPUSHs(line);
+

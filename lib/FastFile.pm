@@ -93,7 +93,8 @@ C<0644>.)
 
 =item C<\%options>
 
-A hash reference in place of C<$perm> selects options. Unknown keys die with
+A hash reference in place of C<$perm> selects options (a blessed hash
+counts too). Unknown keys die with
 C<unknown option 'KEY'>, bad values with C<invalid value for option 'KEY'>.
 Each option adds only the syscalls named:
 

@@ -5,7 +5,7 @@ use Test::More;
 
 plan skip_all => 'author test: set AUTHOR_TESTING' unless $ENV{AUTHOR_TESTING};
 my @xs = grep { -e } qw(FastFile.xs Writer.xsh);
-my $out = `$^X ppport.h --quiet --nofilter --compat-version=5.10 @xs 2>&1`;
-is($out, '', 'perl ppport.h --compat-version=5.10 reports nothing')
+my $out = `$^X ppport.h --quiet --nofilter --compat-version=5.20 @xs 2>&1`;
+is($out, '', 'perl ppport.h --compat-version=5.20 reports nothing')
     or diag $out;
 done_testing;

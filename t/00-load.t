@@ -1,0 +1,66 @@
+use strict;
+use warnings;
+
+use Test::More;
+use POSIX ();
+
+BEGIN { $SIG{__WARN__} = sub { fail("unexpected warning: $_[0]") } }
+
+BEGIN { use_ok('FastFile') or BAIL_OUT('FastFile does not load') }
+
+diag("FastFile $FastFile::VERSION, perl $], $^X");
+
+ok(defined $FastFile::VERSION && length $FastFile::VERSION, '$FastFile::VERSION is set');
+is(FastFile->VERSION, $FastFile::VERSION, 'FastFile->VERSION eq $FastFile::VERSION');
+
+# The shared object was built with its own XS_VERSION; XSLoader compares it
+# with the bootstrap parameter and croaks on a mismatch. Ask a child perl to
+# load the same .so with a bogus version: the croak names the object's own.
+{
+    my @inc = map { "-I$_" } grep { !ref } @INC;
+    my $code = 'package FastFile; our $VERSION = "999.999"; require XSLoader;'
+             . ' eval { XSLoader::load("FastFile", "999.999"); 1 } and die "loaded anyway\n";'
+             . ' print $@';
+    my $pid = open my $fh, '-|';
+    die "fork: $!" unless defined $pid;
+    if (!$pid) {
+        open STDERR, '>&', \*STDOUT;
+        exec $^X, @inc, '-e', $code or POSIX::_exit(127);
+    }
+    my $out = do { local $/; <$fh> };
+    close $fh;
+    like($out, qr/^FastFile object version (\S+) does not match bootstrap parameter 999\.999/,
+         'XSLoader checks the object version against the bootstrap parameter');
+    my ($so_version) = $out =~ /object version (\S+) does not match/;
+    is($so_version, $FastFile::VERSION, 'shared object version agrees with the .pm');
+}
+
+is_deeply(\@FastFile::EXPORT, ['file_set_contents'], '@EXPORT is file_set_contents only');
+ok((grep { $_ eq 'file_set_contents' } @FastFile::EXPORT_OK), 'file_set_contents is in @EXPORT_OK');
+is_deeply([sort @{ $FastFile::EXPORT_TAGS{all} }], [sort @FastFile::EXPORT_OK], ':all is @EXPORT_OK');
+
+{
+    package Default;
+    FastFile->import;
+    ::ok(defined &Default::file_set_contents, 'exported by default');
+    ::is(\&Default::file_set_contents, \&FastFile::file_set_contents, '... the XS function');
+}
+{
+    package All;
+    FastFile->import(':all');
+    ::ok(defined &All::file_set_contents, 'importable via :all');
+}
+{
+    package ByName;
+    FastFile->import('file_set_contents');
+    ::ok(defined &ByName::file_set_contents, 'importable by name');
+}
+{
+    package Nothing;
+    ::ok(!defined &Nothing::file_set_contents, 'not imported into a package that did not ask');
+}
+ok(!eval { FastFile->import('no_such_function'); 1 }, 'importing an unknown name fails');
+
+is(prototype('FastFile::file_set_contents'), undef, 'file_set_contents has no prototype');
+
+done_testing;

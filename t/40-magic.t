@@ -1,0 +1,178 @@
+use strict;
+use warnings;
+
+use Test::More;
+use lib 't/lib';
+use FFTest qw(tempdir slurp spew temps_in warnings_of);
+use FastFile;
+
+$SIG{__WARN__} = sub { fail("unexpected warning: $_[0]") };
+
+my $dir = tempdir();
+my $file = "$dir/target";
+
+{
+    package Counted;    # a tied scalar that counts FETCH
+    sub TIESCALAR { my ($c, $v) = @_; return bless { v => $v, n => 0 }, $c }
+    sub FETCH     { my $s = shift; $s->{n}++; die $s->{die} if $s->{die}; return $s->{v} }
+    sub STORE     { my $s = shift; $s->{stores}++; $s->{v} = shift }
+}
+{
+    package Str;        # overloaded "" and 0+, counting calls
+    use overload
+        '""' => sub { $_[0]{n}++; die $_[0]{die} if $_[0]{die}; $_[0]{s} },
+        '0+' => sub { $_[0]{num}++; $_[0]{s} },
+        fallback => 1;
+    sub new { my ($c, %a) = @_; return bless { n => 0, num => 0, %a }, $c }
+}
+{
+    package Num;        # a numeric object that is not a hash (a hash ref is the options form)
+    our ($n, $num) = (0, 0);
+    use overload '0+' => sub { $num++; ${ $_[0] } }, '""' => sub { $n++; ${ $_[0] } }, fallback => 1;
+    sub new { my ($c, $v) = @_; return bless \$v, $c }
+}
+
+# tied arguments: each FETCH exactly once
+{
+    my $old = umask 022;
+    tie my $name, 'Counted', "$dir/tied-name";
+    tie my $data, 'Counted', "caf\x{e9}";
+    tie my $perm, 'Counted', 0600;
+    tie my $force, 'Counted', 1;
+    ok(file_set_contents($name, $data, $perm, $force), 'all four tied: succeeds');
+    is((tied $name)->{n}, 1, 'tied filename: FETCH once');
+    is((tied $data)->{n}, 1, 'tied data: FETCH once');
+    is((tied $perm)->{n}, 1, 'tied perm: FETCH once');
+    is((tied $force)->{n}, 1, 'tied force_utf8: FETCH once');
+    ok(!(tied $_)->{stores}, 'no STORE on a tied argument') for $name, $data, $perm, $force;
+    is(slurp("$dir/tied-name"), "caf\xc3\xa9", 'tied: data encoded as force_utf8 said');
+    is(sprintf('%04o', (stat "$dir/tied-name")[2] & 07777), '0600', 'tied: perm used');
+    umask $old;
+
+    # and when the call fails
+    tie my $bad_name, 'Counted', "$dir/missing/x";
+    tie my $data2, 'Counted', 'data';
+    tie my $perm2, 'Counted', 0600;
+    tie my $force2, 'Counted', 0;
+    ok(!eval { file_set_contents($bad_name, $data2, $perm2, $force2); 1 }, 'tied, open fails: croaks');
+    is((tied $_)->{n}, 1, 'tied, open fails: FETCH once') for $bad_name, $data2, $perm2, $force2;
+
+    tie my $undef_name, 'Counted', undef;
+    tie my $data3, 'Counted', 'data';
+    ok(!eval { file_set_contents($undef_name, $data3); 1 }, 'tied filename FETCHing undef: croaks');
+    is($@, "file name is undefined or empty\n", '... file name message');
+    is((tied $undef_name)->{n}, 1, '... filename FETCH once');
+
+    tie my $wide, 'Counted', "\x{263a}";
+    my @w = warnings_of { file_set_contents($file, $wide) };
+    is((tied $wide)->{n}, 1, 'tied wide data: FETCH once');
+    is(scalar @w, 1, 'tied wide data: warned once');
+
+    tie my $undef_data, 'Counted', undef;
+    @w = warnings_of { file_set_contents($file, $undef_data) };
+    is((tied $undef_data)->{n}, 1, 'tied undef data: FETCH once');
+    is(scalar @w, 1, 'tied undef data: warned once');
+    is(-s $file, 0, 'tied undef data: empty file');
+}
+
+# overloaded objects: stringified once
+for my $force (0, 1) {
+    my $obj = Str->new(s => "obj \x{e9}");
+    file_set_contents($file, $obj, undef, $force);
+    is($obj->{n}, 1, "overloaded data, force_utf8=$force: \"\" once");
+    is(slurp($file), $force ? "obj \xc3\xa9" : "obj \xe9", "overloaded data, force_utf8=$force: bytes");
+
+    my $wobj = Str->new(s => "obj \x{263a}");
+    my @w = warnings_of { file_set_contents($file, $wobj, undef, $force) };
+    is($wobj->{n}, 1, "overloaded wide data, force_utf8=$force: \"\" once");
+    is(slurp($file), "obj \xe2\x98\xba", "overloaded wide data, force_utf8=$force: UTF-8 bytes");
+    is(scalar @w, $force ? 0 : 1, "overloaded wide data, force_utf8=$force: warnings");
+}
+{
+    my $name = Str->new(s => "$dir/overloaded-name");
+    file_set_contents($name, 'x');
+    is($name->{n}, 1, 'overloaded filename: "" once');
+    ok(-f "$dir/overloaded-name", 'overloaded filename: file created under the string');
+
+    my $perm = Num->new(0640);
+    my $old = umask 0;
+    file_set_contents($file, 'x', $perm);
+    umask $old;
+    is($Num::num + $Num::n, 1, 'overloaded perm: converted once');
+    is(sprintf('%04o', (stat $file)[2] & 07777), '0640', 'overloaded perm: used');
+}
+
+# user code that dies while the arguments are read: nothing happens on disk
+{
+    spew($file, 'old');
+    my $obj = Str->new(s => 'never', die => "stringify died\n");
+    ok(!eval { file_set_contents($file, $obj); 1 }, 'data stringification dies: croaks');
+    is($@, "stringify died\n", '... with that error');
+    is(slurp($file), 'old', '... target unchanged');
+    is_deeply([ temps_in($dir) ], [], '... no temp (arguments are read before the first syscall)');
+
+    tie my $force, 'Counted', 1;
+    (tied $force)->{die} = "force FETCH died\n";
+    ok(!eval { file_set_contents($file, 'new', 0644, $force); 1 }, 'force_utf8 FETCH dies: croaks');
+    is($@, "force FETCH died\n", '... with that error');
+    is(slurp($file), 'old', '... target unchanged');
+    is_deeply([ temps_in($dir) ], [], '... no temp');
+
+    tie my $perm, 'Counted', 0644;
+    (tied $perm)->{die} = "perm FETCH died\n";
+    ok(!eval { file_set_contents($file, 'new', $perm); 1 }, 'perm FETCH dies: croaks');
+    is($@, "perm FETCH died\n", '... with that error');
+    is(slurp($file), 'old', '... target unchanged');
+    is_deeply([ temps_in($dir) ], [], '... no temp');
+}
+
+# refcounts do not change, on success or croak
+{
+    my $data = "some data \x{e9}";
+    my $name = "$dir/refcnt";
+    my $rc = Internals::SvREFCNT($data);
+    my $nrc = Internals::SvREFCNT($name);
+    file_set_contents($name, $data) for 1 .. 10;
+    is(Internals::SvREFCNT($data), $rc, 'data refcount unchanged after success');
+    is(Internals::SvREFCNT($name), $nrc, 'filename refcount unchanged after success');
+    my $bad = "$dir/missing/x";
+    my $brc = Internals::SvREFCNT($bad);
+    eval { file_set_contents($bad, $data) } for 1 .. 10;
+    is(Internals::SvREFCNT($data), $rc, 'data refcount unchanged after a croak');
+    is(Internals::SvREFCNT($bad), $brc, 'filename refcount unchanged after a croak');
+
+    my $obj = Str->new(s => 'obj');
+    my $orc = Internals::SvREFCNT(%$obj);
+    file_set_contents($file, $obj) for 1 .. 5;
+    is(Internals::SvREFCNT(%$obj), $orc, 'overloaded object refcount unchanged');
+}
+
+# the data SV is not modified: no UTF8 flag change, no content change
+{
+    my @cases = (
+        [ 'bytes with force_utf8', "caf\xe9 \xff", 1 ],
+        [ 'upgraded Latin-1, downgraded copy', do { my $x = "caf\xe9"; utf8::upgrade($x); $x }, 0 ],
+        [ 'upgraded Latin-1 with force_utf8', do { my $x = "caf\xe9"; utf8::upgrade($x); $x }, 1 ],
+        [ 'wide with force_utf8', "\x{263a}\x{e9}", 1 ],
+    );
+    for my $c (@cases) {
+        my ($label, $data, $force) = @$c;
+        my $copy = $data;
+        my $flag = utf8::is_utf8($data) ? 1 : 0;
+        my $len = length $data;
+        file_set_contents($file, $data, undef, $force);
+        is(utf8::is_utf8($data) ? 1 : 0, $flag, "$label: UTF8 flag unchanged");
+        is(length $data, $len, "$label: length unchanged");
+        ok($data eq $copy, "$label: contents unchanged");
+        ok(!Internals::SvREADONLY($data), "$label: not left read-only");
+    }
+    # constants (read-only SVs) are fine as data, in all conversions
+    ok(eval { file_set_contents($file, "caf\xe9", undef, 1); 1 }, 'read-only constant with force_utf8') or diag($@);
+    ok(eval { file_set_contents($file, "\x{e9}\x{100}" =~ s/\x{100}//r, undef, 0); 1 }, 'temporary upgraded Latin-1')
+        or diag($@);
+    is(slurp($file), "\xe9", '... written downgraded');
+}
+
+is_deeply([ temps_in($dir) ], [], 'no temp files left');
+
+done_testing;

@@ -1,0 +1,62 @@
+#!perl -T
+use strict;
+use warnings;
+
+use Test::More;
+use lib 't/lib';
+use FFTest qw(tempdir slurp temps_in);
+use FastFile;
+
+$SIG{__WARN__} = sub { fail("unexpected warning: $_[0]") };
+
+ok(${^TAINT}, 'running under -T') or BAIL_OUT('not in taint mode');
+
+my $dir = tempdir();
+($dir) = $dir =~ /\A(.*)\z/s;    # our own temp dir: trusted
+my $taint = substr($ENV{PATH} // '', 0, 0) . substr($0, 0, 0);    # empty and tainted
+
+sub is_tainted { my $v = shift; return !eval { eval '#' . substr($v, 0, 0); 1 } }
+ok(is_tainted($taint), 'the taint source is tainted');
+
+my $file = "$dir/target";
+
+# a tainted file name croaks like open would
+{
+    my $tainted_name = $file . $taint;
+    ok(is_tainted($tainted_name), 'file name is tainted');
+    my $line;
+    my $ok = eval { $line = __LINE__; file_set_contents($tainted_name, 'data'); 1 };
+    ok(!$ok, 'tainted file name: croaks');
+    is($@, "Insecure dependency in file_set_contents while running with -T switch at $0 line $line.\n",
+       'tainted file name: Insecure dependency message');
+    ok(!-e $file, 'tainted file name: nothing written');
+    is_deeply([ temps_in($dir) ], [], 'tainted file name: no temp');
+
+    # what open says, for comparison
+    ok(!eval { open my $fh, '>', $tainted_name; 1 }, 'open croaks on it too');
+    like($@, qr/^Insecure dependency in open while running with -T switch/, '... in the same words');
+}
+
+# untainted works, tainted data is fine
+{
+    ok(file_set_contents($file, 'clean'), 'untainted file name: works');
+    is(slurp($file), 'clean', '... content');
+
+    my $data = "tainted data $taint\x{e9}";
+    ok(is_tainted($data), 'data is tainted');
+    ok(file_set_contents($file, $data), 'tainted data: works');
+    is(slurp($file), "tainted data \xe9", '... content');
+
+    my $perm = 0600 . $taint;
+    ok(eval { file_set_contents($file, 'p', $perm); 1 }, 'tainted perm: works') or diag($@);
+
+    my $name = $file;
+    ok(!is_tainted($name), 'an untainted copy stays untainted after a call');
+    file_set_contents($name, $data);
+    ok(!is_tainted($name), '... file name not tainted by the call');
+    ok(!is_tainted($file), '... nor the original');
+}
+
+is_deeply([ temps_in($dir) ], [], 'no temp files left');
+
+done_testing;
