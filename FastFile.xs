@@ -35,14 +35,15 @@ static void S_croak_errno(pTHX_ int err, const char *fmt, ...)
  * Returns a pointer into data's own buffer unless new bytes are needed; a
  * converted copy is freed when the caller's scope is left. *owner is set to
  * the SV whose buffer is returned, so it can be protected while signal
- * handlers run. */
-static const char *S_payload(pTHX_ SV *data, bool force_utf8, STRLEN *len, SV **owner)
+ * handlers run. op names the function in warnings. */
+static const char *S_payload(pTHX_ SV *data, bool force_utf8, STRLEN *len, SV **owner,
+                             const char *op)
 {
     const char *pv;
 
     *owner = NULL;
     if (!data || !SvOK(data)) {
-        Perl_ck_warner(aTHX_ packWARN(WARN_UNINITIALIZED), "Use of uninitialized value in %s", FSC);
+        Perl_ck_warner(aTHX_ packWARN(WARN_UNINITIALIZED), "Use of uninitialized value in %s", op);
         *len = 0;
         return "";
     }
@@ -59,7 +60,7 @@ static const char *S_payload(pTHX_ SV *data, bool force_utf8, STRLEN *len, SV **
                 return (const char *)bytes;
             }
             /* wide characters: written as UTF-8, as print does */
-            Perl_ck_warner_d(aTHX_ packWARN(WARN_UTF8), "Wide character in %s", FSC);
+            Perl_ck_warner_d(aTHX_ packWARN(WARN_UTF8), "Wide character in %s", op);
         }
     } else if (force_utf8 && !is_utf8_invariant_string((const U8 *)pv, *len)) {
         U8 *utf8 = bytes_to_utf8((const U8 *)pv, len);   /* Latin-1 -> UTF-8 */
@@ -253,7 +254,7 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
             opt.perm = (mode_t)SvIV_nomg(perm);
         force_utf8 = force && SvTRUE_nomg(force);
     }
-    buf = S_payload(aTHX_ data, force_utf8, &len, &owner);
+    buf = S_payload(aTHX_ data, force_utf8, &len, &owner, FSC);
 
     intr.fn = S_on_eintr;
     intr.ctx = owner;
@@ -431,3 +432,4 @@ file_read_firstline(SV *filename)
     LEAVE;
     XPUSHs(line);
 
+INCLUDE: Writer.xsh

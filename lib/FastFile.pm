@@ -7,11 +7,14 @@ our $VERSION = '0.01';
 
 use Exporter 5.57 'import';
 our @EXPORT      = qw(file_set_contents);
-our @EXPORT_OK   = qw(file_set_contents file_get_contents file_read_firstline);
+our @EXPORT_OK   = qw(file_set_contents file_get_contents file_read_firstline atomic_writer);
 our %EXPORT_TAGS = (all => \@EXPORT_OK);
 
 require XSLoader;
 XSLoader::load('FastFile', $VERSION);
+
+# the streaming writer: FastFile::Writer->new(@_)
+sub atomic_writer { require FastFile::Writer; FastFile::Writer->new(@_) }
 
 1;
 
@@ -184,6 +187,18 @@ Returns the first line without its newline (like C<chomp> with the default
 C<$/>), the whole content if there is no newline, C<undef> for an empty file
 or one that does not exist. Reads one 8 KiB block (more only for a longer
 line). Exported on request.
+
+=head2 atomic_writer
+
+  my $w = atomic_writer($filename, \%options);
+  $w->print(...) for ...;
+  $w->commit;
+
+The streaming form of L</file_set_contents>: the same as
+C<< FastFile::Writer->new($filename, \%options) >>, see L<FastFile::Writer>.
+Data goes to a C buffer (1 MiB by default) that is written with one
+C<write(2)> each time it fills; C<commit> publishes the file, and a writer
+destroyed without C<commit> removes its temporary file. Exported on request.
 
 =head1 DIAGNOSTICS
 

@@ -1,0 +1,355 @@
+package FastFile::Writer;
+
+use strict;
+use warnings;
+
+our $VERSION = '0.01';
+
+# new, print, printf, write, commit, abort, DESTROY, CLONE_SKIP and the
+# tie methods PRINT, PRINTF and CLOSE are XSUBs in FastFile's shared object.
+use FastFile ();
+
+# A filehandle for code that wants one: a glob tied to this writer.
+sub fh {
+    my ($self) = @_;
+    require Symbol;
+    my $fh = Symbol::gensym();
+    tie *$fh, __PACKAGE__, $self;
+    return $fh;
+}
+
+sub TIEHANDLE {
+    my ($class, $writer, @new_args) = @_;
+    return ref $writer ? $writer : $class->new($writer, @new_args);
+}
+
+# syswrite($fh, $data [, $length [, $offset]])
+sub WRITE {
+    my ($self, undef, $length, $offset) = @_;
+    my $data = @_ > 2 ? substr($_[1], $offset || 0, $length) : $_[1];
+    _croak('offset outside string') unless defined $data;
+    $self->write($data);
+    return length $data;
+}
+
+sub BINMODE {
+    my ($self, $layer) = @_;
+    return 1 if !defined $layer || $layer =~ /\A:(?:raw|bytes)\z/;
+    _croak("layer '$layer' is not supported: use the utf8 option");
+}
+
+sub FILENO { return undef }    ## no critic (ProhibitExplicitReturnUndef): fileno's "no fd"
+
+for my $method (qw(OPEN READ READLINE GETC EOF SEEK TELL)) {
+    no strict 'refs';
+    *$method = sub { _croak(lc($method) . ' is not supported on a writer handle') };
+}
+
+sub _croak {
+    require Carp;
+    Carp::croak(__PACKAGE__ . ": $_[0]\n");
+}
+
+1;
+
+__END__
+
+=head1 NAME
+
+FastFile::Writer - stream a file and replace the target atomically, one write(2) per MiB
+
+=head1 SYNOPSIS
+
+  use FastFile::Writer;
+  my $w = FastFile::Writer->new($file, { perm => 0640 });
+  $w->print($_, "\n") for @lines;
+  $w->commit;          # until here $file keeps its old contents
+
+  use FastFile qw(atomic_writer);
+  my $w = atomic_writer($file, { utf8 => 1, buffer_size => 64 * 1024 });
+  my $fh = $w->fh;
+  printf {$fh} "%s=%d\n", $key, $value;
+  close $fh;           # close commits (see L</fh>)
+
+=head1 DESCRIPTION
+
+A writer creates C<< "$file.tmp.$$" >> at once, collects what is printed in a
+buffer of C<buffer_size> bytes (1 MiB by default) that is written with one
+C<write(2)> each time it is full, and on L</commit> writes the rest, closes the
+temp file and renames it over C<$file>: readers see the old file or the new
+one, never a part. A writer that is destroyed without L</commit> -- an
+exception, a C<return>, C<undef $w>, the end of the program -- removes its
+temp file and leaves C<$file> alone.
+
+Every chunk becomes bytes exactly as L<FastFile/file_set_contents> turns its
+data into bytes, and every failure croaks with the text C<file_set_contents>
+uses for the step that failed, with C<$!> set.
+
+=head1 METHODS
+
+=head2 new
+
+  my $w = FastFile::Writer->new($filename);
+  my $w = FastFile::Writer->new($filename, \%options);
+
+Creates the temp file in the directory of C<$filename> (with the same open
+flags, name collisions handling and errors as C<file_set_contents>) and returns
+the writer. C<FastFile::atomic_writer(...)> (exported on request) is the same
+call. The options are those of C<file_set_contents> that make sense for a
+stream:
+
+=over 4
+
+=item perm
+
+The mode of the new file, filtered by the umask. Default C<0644>.
+
+=item utf8
+
+Encode characters as UTF-8 (the C<$force_utf8> column of the bytes table).
+
+=item fsync, preserve, mkdir, follow_symlinks, noclobber
+
+As for C<file_set_contents>; they act in L</new> (preserve, mkdir,
+follow_symlinks) and L</commit> (fsync, noclobber).
+
+=item buffer_size
+
+Bytes collected before a C<write(2)>: a positive integer, default 1048576
+(1 MiB). The buffer is allocated as it fills, doubling, never more than
+C<buffer_size>.
+
+=back
+
+C<if_changed> croaks: a stream cannot be compared before it is complete.
+
+=head2 print
+
+  $w->print(LIST);
+
+Appends the items of LIST joined with C<$,> and followed by C<$\>, as
+C<print> does. Returns true.
+
+=head2 printf
+
+  $w->printf(FORMAT, LIST);
+
+Appends C<sprintf(FORMAT, LIST)>. Returns true.
+
+=head2 write
+
+  $w->write($data);
+
+Appends C<$data> (no C<$,> or C<$\>). Returns true.
+
+A chunk that does not fit in the free space of the buffer fills it, the buffer
+is written, and the rest goes into the empty buffer; a rest of at least
+C<buffer_size> bytes is written straight from the string, without a copy.
+
+=head2 commit
+
+  $w->commit;
+
+Writes what is buffered, runs C<fdatasync> (C<fsync> option), closes the temp
+file and renames it to the target. Returns true. A second C<commit> croaks, so
+does a C<commit> after L</abort> or after an error.
+
+=head2 abort
+
+  $w->abort;
+
+Closes and removes the temp file; the target is not touched. Returns true if
+the writer was open, false if it was already committed or aborted: calling it
+again is harmless.
+
+=head2 fh
+
+  my $fh = $w->fh;
+  print {$fh} "text\n";
+  close $fh or die;    # commits
+
+Returns a new glob tied to the writer (each call returns another one; keep it
+in a variable rather than calling C<fh> for every print). C<print>, C<printf>,
+C<say> and C<syswrite> on it call L</print>, L</printf> and L</write>, and
+C<close> calls L</commit>: closing the handle is what publishes the file, as
+C<close> is where a checked write ends. A handle that goes out of scope without
+C<close> does not commit; the writer it holds aborts when its last reference
+goes. C<binmode> accepts no layer, C<:raw> or C<:bytes>; C<fileno> returns
+C<undef>; reading, seeking and C<open> croak.
+
+The tie interface, for completeness: L</TIEHANDLE> takes a writer (or the
+arguments of L</new>), L</PRINT>, L</PRINTF>, L</WRITE>, L</CLOSE>,
+L</BINMODE> and L</FILENO> are described above, and C<OPEN>, C<READ>,
+C<READLINE>, C<GETC>, C<EOF>, C<SEEK> and C<TELL> croak.
+
+=over 4
+
+=item TIEHANDLE
+
+=item PRINT
+
+=item PRINTF
+
+=item WRITE
+
+=item CLOSE
+
+=item BINMODE
+
+=item FILENO
+
+=item OPEN
+
+=item READ
+
+=item READLINE
+
+=item GETC
+
+=item EOF
+
+=item SEEK
+
+=item TELL
+
+=back
+
+=head1 DIAGNOSTICS
+
+=head2 Exceptions
+
+Each ends in a newline, so no " at FILE line N" is added. For the ones with a
+C<$!> text, C<$!> holds the error number and the temp file has been removed.
+
+=over 4
+
+=item C<unable to open file 'E<lt>tmpE<gt>' - E<lt>$!E<gt>>
+
+From L</new>; the other texts of a failed creation (C<mkdir>, C<preserve>,
+C<follow_symlinks>) are those of C<file_set_contents>.
+
+=item C<unable to write 'E<lt>tmpE<gt>' - E<lt>$!E<gt>>
+
+From a C<write(2)> of the buffer: in L</print>, L</printf> or L</write> when
+the buffer fills, or in L</commit>.
+
+=item C<unable to sync 'E<lt>tmpE<gt>' - E<lt>$!E<gt>>
+
+=item C<closing file 'E<lt>tmpE<gt>' failed - E<lt>$!E<gt>>
+
+=item C<close (rename) atomic file 'E<lt>filenameE<gt>' failed: E<lt>$!E<gt>>
+
+=item C<unable to sync directory of 'E<lt>filenameE<gt>' - E<lt>$!E<gt>>
+
+From L</commit>. After the last one the new file is in place.
+
+=item C<FastFile::Writer: already committed>
+
+=item C<FastFile::Writer: already aborted>
+
+Data or L</commit> after the end of the writer (after an error too: a failed
+step aborts the writer).
+
+=item C<FastFile::Writer: busy (called while it writes)>
+
+A signal handler that ran while the writer waited in C<write(2)> used the same
+writer.
+
+=item C<FastFile::Writer: the writer belongs to process N>
+
+A forked child tried to write or commit its copy of the parent's writer.
+
+=item C<FastFile::Writer: option 'if_changed' is not supported by the writer>
+
+=item C<FastFile::Writer: options must be a hash reference>
+
+=item C<invalid value for option 'buffer_size'>
+
+=item C<file name is undefined or empty>, C<unknown option '...'>, C<invalid value for option '...'>
+
+As for C<file_set_contents>.
+
+=item C<FastFile::Writer: layer '...' is not supported: use the utf8 option>
+
+=item C<FastFile::Writer: ... is not supported on a writer handle>
+
+From the tied handle: C<binmode> with a layer, and reading or seeking.
+
+=back
+
+=head2 Warnings
+
+=over 4
+
+=item C<Wide character in ...> (category C<utf8>)
+
+A string with characters above 0xFF without the C<utf8> option: it is written
+as UTF-8, as C<print> does.
+
+=item C<Use of uninitialized value in ...> (category C<uninitialized>)
+
+An undefined item; it adds nothing.
+
+=back
+
+Both name C<file_set_contents> for now: the helper that words them is shared.
+
+=head1 CAVEATS
+
+=over 4
+
+=item Destruction is the safety net
+
+The temp file is removed when the writer is destroyed, which perl does on
+C<die>, on scope exit, on C<exit> and in global destruction. It cannot happen
+on C<POSIX::_exit>, C<exec>, C<kill -9> or a crash: such a temp file stays
+(named C<< "$file.tmp.<pid>" >>), the target is still intact.
+
+=item fork
+
+The writer remembers the C<$$> that created it. A forked child's copy never
+touches the temp file: destroying or aborting it only closes the child's
+descriptor and frees its memory, and writing or committing from the child
+croaks. Data buffered before the fork is written once, by the parent.
+
+=item threads
+
+Writers are not cloned into new threads (C<CLONE_SKIP>): the copy in the new
+thread is C<undef>. Use a writer in the thread that created it.
+
+=item Signals
+
+A signal that interrupts C<write(2)> runs perl's handlers and the write is
+retried, so an C<alarm> still fires. A handler that dies aborts the writer
+(temp file removed).
+
+=item Memory
+
+Until it is full the buffer lives in C memory: up to C<buffer_size> bytes per
+writer.
+
+=back
+
+=head1 SEE ALSO
+
+L<FastFile> -- C<file_set_contents> when the data is already one string.
+
+L<IO::AtomicFile> -- an IO::File on a temp file whose C<close> renames it; its
+destructor renames too, so an exception publishes a half-written file.
+
+PVE::AtomicFile (Proxmox) -- IO::AtomicFile with a destructor that does
+nothing: an exception leaves the temp file behind. Both write through PerlIO
+in 8 KiB pieces.
+
+L<File::Temp> plus C<rename> -- the same by hand, with the same small writes.
+
+=head1 AUTHOR
+
+FastFile developers
+
+=head1 LICENSE
+
+This library is free software; you can redistribute it and/or modify it under
+the same terms as Perl itself.
+
+=cut
