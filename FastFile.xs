@@ -398,6 +398,335 @@ static SV *S_file_read_firstline(pTHX_ SV *filename)
     return line;
 }
 
+/* FastFile::Writer, the streaming atomic writer (its XSUBs are in Writer.xsh).
+ * The temp file is made in new; print, printf and write collect bytes in a
+ * struct ff_wbuf that is written with one write(2) each time it fills;
+ * commit writes the rest, closes and renames; abort or destruction without
+ * commit removes the temp file. */
+
+#define FF_WRITER_CLASS "FastFile::Writer"
+#define FF_WRITER_DEFAULT_SIZE (1024 * 1024)   /* one write(2) per MiB */
+
+#define FF_W_OPEN      0   /* accepting data */
+#define FF_W_BUSY      1   /* inside write(2) or commit: signal handlers run here */
+#define FF_W_COMMITTED 2
+#define FF_W_ABORTED   3   /* abort, a failed step, or created in new and not done */
+
+struct ff_writer {
+    struct ff_atomic a;   /* temp fd and paths; a.intr is &intr */
+    struct ff_eintr intr; /* ctx: the SV written from, if any */
+    struct ff_wbuf wb;    /* the bytes not written yet */
+    SV *path;             /* the filename as given, for messages */
+    IV pid;               /* $$ of the process that made the temp */
+    int state;            /* FF_W_*, an int for SAVEINT */
+    bool force_utf8;
+};
+
+/* $$, not getpid(): the temp file is named after it. */
+static IV S_writer_pid(pTHX)
+{
+    return SvIV(get_sv("$", GV_ADD));
+}
+#define writer_pid() S_writer_pid(aTHX)
+
+/* The writer behind self; croaks for anything else. */
+static struct ff_writer *S_writer_fetch(pTHX_ SV *self)
+{
+    struct ff_writer *w = NULL;
+
+    if (SvROK(self) && SvIOK(SvRV(self)) && sv_derived_from(self, FF_WRITER_CLASS))
+        w = INT2PTR(struct ff_writer *, SvIVX(SvRV(self)));
+    if (!w)
+        croak(FF_WRITER_CLASS ": not a writer object\n");
+    return w;
+}
+#define writer_fetch(self) S_writer_fetch(aTHX_ self)
+
+/* Croak unless w accepts data. */
+static void S_writer_usable(pTHX_ const struct ff_writer *w)
+{
+    if (w->state != FF_W_OPEN)
+        croak(FF_WRITER_CLASS ": %s\n",
+              w->state == FF_W_COMMITTED ? "already committed"
+              : w->state == FF_W_BUSY ? "busy (called while it writes)"
+              : "already aborted");
+}
+#define writer_usable(w) S_writer_usable(aTHX_ w)
+
+/* A forked child's copy may buffer but never write: the temp is the parent's. */
+static void S_writer_own_process(pTHX_ const struct ff_writer *w)
+{
+    if (writer_pid() != w->pid)
+        croak(FF_WRITER_CLASS ": the writer belongs to process %" IVdf "\n", w->pid);
+}
+#define writer_own_process(w) S_writer_own_process(aTHX_ w)
+
+/* The writer behind self, ready for data. Call it inside ENTER/LEAVE: user
+ * code (magic, overloading, signal handlers) may drop the last reference,
+ * so w is kept alive until that scope is left. */
+static struct ff_writer *S_writer_hold(pTHX_ SV *self)
+{
+    struct ff_writer *w = writer_fetch(self);
+
+    SAVEFREESV(SvREFCNT_inc_simple_NN(SvRV(self)));
+    writer_usable(w);
+    return w;
+}
+#define writer_hold(self) S_writer_hold(aTHX_ self)
+
+/* A guarded step succeeded: leave its S_discard nothing to remove, and
+ * return the replacement, to be put back once the scope is left. */
+static struct ff_atomic S_disarm(struct ff_atomic *a)
+{
+    struct ff_atomic ready = *a;
+
+    a->fd = -1;
+    a->created = 0;
+    a->temp = a->target = NULL;
+    return ready;
+}
+
+/* One step that writes: append buf[0..n) (from owner's buffer, if owner),
+ * or with buf NULL, write the rest and commit. A croak, or a die from a
+ * signal handler run on EINTR, unwinds through S_discard (temp closed and
+ * removed) and a SAVEINT that leaves the writer aborted. */
+static void S_writer_step(pTHX_ struct ff_writer *w, const char *buf, size_t n, SV *owner)
+{
+    struct ff_atomic ready;
+    int err;
+
+    writer_own_process(w);
+    ENTER;
+    w->state = FF_W_ABORTED;
+    SAVEINT(w->state);                  /* left aborted unless it succeeds */
+    w->state = FF_W_BUSY;
+    SAVEDESTRUCTOR_X(S_discard, &w->a);
+    w->intr.ctx = owner;                /* read-only while handlers run */
+    w->a.step = FF_STEP_WRITE;
+    if (buf)
+        err = ff_wbuf_append(&w->wb, w->a.fd, buf, n, &w->intr);
+    else if (!(err = ff_wbuf_flush(&w->wb, w->a.fd, &w->intr)))
+        err = ff_atomic_commit(&w->a);
+    w->intr.ctx = NULL;
+    if (err)
+        croak_step(&w->a, err, w->path);
+    ready = S_disarm(&w->a);
+    LEAVE;
+    w->a = ready;
+    w->state = FF_W_OPEN;
+}
+#define writer_step(w, buf, n, owner) S_writer_step(aTHX_ w, buf, n, owner)
+
+/* Append the bytes file_set_contents would write for sv (its get-magic
+ * already run); op names the method in warnings. */
+static void S_writer_chunk(pTHX_ struct ff_writer *w, SV *sv, const char *op)
+{
+    SV *owner;
+    STRLEN n;
+    const char *buf = S_payload(aTHX_ sv, w->force_utf8, &n, &owner, op);
+
+    writer_usable(w);                   /* overloading may have ended it */
+    /* the usual case: a copy into the buffer, no write(2), nothing to guard */
+    if (!ff_wbuf_fills(&w->wb, n) && !ff_wbuf_append(&w->wb, w->a.fd, buf, n, &w->intr))
+        return;
+    /* it fills the buffer, or the copy found no memory: the guarded step
+     * writes, or tries again and reports it */
+    writer_step(w, buf, n, owner);
+}
+#define writer_chunk(w, sv, op) S_writer_chunk(aTHX_ w, sv, op)
+
+/* print: each item, then $, between items and $\ at the end, is a chunk.
+ * ST() reads the stack afresh: user code runs between the items. */
+static void S_writer_print(pTHX_ struct ff_writer *w, I32 ax, I32 items)
+{
+    const char *op = FF_WRITER_CLASS "::print";
+    I32 i;
+
+    for (i = 1; i < items; i++) {
+        SV *ofs = i > 1 ? GvSV(PL_ofsgv) : NULL;     /* $, : read afresh, as print does */
+
+        if (ofs && (SvGMAGICAL(ofs) || SvOK(ofs))) {
+            SvGETMAGIC(ofs);
+            if (SvOK(ofs))
+                writer_chunk(w, ofs, op);
+        }
+        SvGETMAGIC(ST(i));
+        writer_chunk(w, ST(i), op);
+    }
+    if (PL_ors_sv && SvOK(PL_ors_sv))                /* $\ */
+        writer_chunk(w, PL_ors_sv, op);
+}
+#define writer_print(w, ax, items) S_writer_print(aTHX_ w, ax, items)
+
+/* printf: sprintf's own formatting, one chunk. */
+static void S_writer_printf(pTHX_ struct ff_writer *w, I32 ax, I32 items)
+{
+    SV *formatted;
+    const char *pat;
+    STRLEN len;
+
+    if (items < 2)
+        croak("Usage: " FF_WRITER_CLASS "::printf(self, format, ...)");
+    pat = SvPV_const(ST(1), len);
+    formatted = sv_newmortal();
+    sv_setpvs(formatted, "");
+    if (DO_UTF8(ST(1)))
+        SvUTF8_on(formatted);
+    sv_vsetpvfn(formatted, pat, len, NULL, &ST(2), (Size_t)(items - 2), NULL);
+    writer_chunk(w, formatted, FF_WRITER_CLASS "::printf");
+}
+#define writer_printf(w, ax, items) S_writer_printf(aTHX_ w, ax, items)
+
+/* write: one chunk, no $, or $\ . */
+static void S_writer_write(pTHX_ struct ff_writer *w, I32 ax, I32 items)
+{
+    if (items != 2)
+        croak("Usage: " FF_WRITER_CLASS "::write(self, data)");
+    SvGETMAGIC(ST(1));
+    writer_chunk(w, ST(1), FF_WRITER_CLASS "::write");
+}
+#define writer_write(w, ax, items) S_writer_write(aTHX_ w, ax, items)
+
+/* new's options: file_set_contents's but if_changed, plus buffer_size. */
+static void S_writer_options(pTHX_ SV *opts, struct ff_options *opt, bool *force_utf8,
+                             size_t *size)
+{
+    SV *size_sv = NULL;
+    HV *hv;
+    IV iv;
+
+    Zero(opt, 1, struct ff_options);
+    opt->perm = 0644;
+    if (!opts || !SvOK(opts))
+        return;
+    if (!SvROK(opts) || SvTYPE(SvRV(opts)) != SVt_PVHV)
+        croak(FF_WRITER_CLASS ": options must be a hash reference\n");
+    hv = (HV *)SvRV(opts);
+    if (hv_exists(hv, "if_changed", 10))
+        croak(FF_WRITER_CLASS ": option 'if_changed' is not supported by the writer\n");
+    S_parse_options(aTHX_ hv, opt, force_utf8, &size_sv);
+    if (!size_sv || !SvOK(size_sv))     /* its get-magic ran in S_parse_options */
+        return;
+    if (SvROK(size_sv) || !looks_like_number(size_sv)
+        || (iv = SvIV_nomg(size_sv)) < 1 || (NV)iv != SvNV_nomg(size_sv))
+        croak("invalid value for option 'buffer_size'\n");
+    *size = (size_t)iv;
+}
+#define writer_options(opts, opt, force_utf8, size) \
+    S_writer_options(aTHX_ opts, opt, force_utf8, size)
+
+/* CLASS->new(filename, opts): the temp file made, the object returned
+ * (mortal). Every argument is read once, before anything is touched. */
+static SV *S_writer_new(pTHX_ SV *klass, SV *filename, SV *opts)
+{
+    struct ff_writer *w;
+    struct ff_options opt;
+    struct ff_atomic ready;
+    SV *path, *obj;
+    HV *stash;
+    bool force_utf8 = FALSE;
+    size_t size = FF_WRITER_DEFAULT_SIZE;
+    int err;
+
+    ENTER;
+    SvGETMAGIC(filename);
+    if (opts)
+        SvGETMAGIC(opts);
+    path = S_path_arg(aTHX_ filename);
+    if (SvTAINTED(filename)) {
+        TAINT;
+        taint_proper(NULL, FF_WRITER_CLASS "->new");
+    }
+    writer_options(opts, &opt, &force_utf8, &size);
+    stash = SvROK(klass) && SvOBJECT(SvRV(klass)) ? SvSTASH(SvRV(klass))
+                                                 : gv_stashsv(klass, GV_ADD);
+
+    /* From here the object owns w: a croak frees it through DESTROY, after
+     * S_discard (the savestack, not the tmps stack: die frees mortals first). */
+    Newxz(w, 1, struct ff_writer);
+    w->a.fd = -1;
+    w->state = FF_W_ABORTED;
+    obj = newRV_noinc(newSViv(PTR2IV(w)));
+    SAVEFREESV(obj);
+    sv_bless(obj, stash);
+    SvREADONLY_on(SvRV(obj));
+    w->path = SvREFCNT_inc_simple_NN(path);
+    w->wb.size = size;
+    w->force_utf8 = force_utf8;
+    w->intr.fn = S_on_eintr;
+    err = ff_atomic_init(&w->a, SvPVX(path), &opt, &w->intr);
+    if (err)    /* as file_set_contents words it */
+        croak_errno(err, "unable to replace '%" SVf "' - ", SVfARG(path));
+
+    w->pid = writer_pid();
+    if (!IS_SAFE_PATHNAME(SvPVX(path), SvCUR(path), FF_WRITER_CLASS "->new"))
+        croak_errno(errno, "unable to open file '%" SVf ".tmp.%" IVdf "' - ",
+                    SVfARG(path), w->pid);
+
+    SAVEDESTRUCTOR_X(S_discard, &w->a);
+    err = ff_atomic_prepare(&w->a);
+    if (!err)
+        err = ff_atomic_create(&w->a, (long)w->pid);
+    if (err)
+        croak_step(&w->a, err, path);
+    ready = S_disarm(&w->a);
+    SvREFCNT_inc_simple_void_NN(obj);
+    LEAVE;
+    w->a = ready;
+    w->state = FF_W_OPEN;
+    return sv_2mortal(obj);
+}
+#define writer_new(klass, filename, opts) S_writer_new(aTHX_ klass, filename, opts)
+
+/* Write the rest, close, rename. Call it inside writer_hold's scope. */
+static void S_writer_commit(pTHX_ struct ff_writer *w)
+{
+    writer_step(w, NULL, 0, NULL);
+    w->state = FF_W_COMMITTED;
+    ff_atomic_discard(&w->a);   /* only the paths are left to free */
+    ff_wbuf_free(&w->wb);
+}
+#define writer_commit(w) S_writer_commit(aTHX_ w)
+
+/* Close the temp and free the buffer. Only the process that made the temp
+ * removes it: a forked copy closes its fd and leaves the file alone. */
+static void S_writer_discard(pTHX_ struct ff_writer *w)
+{
+    if (writer_pid() != w->pid)
+        w->a.created = 0;
+    ff_atomic_discard(&w->a);
+    ff_wbuf_free(&w->wb);
+}
+#define writer_discard(w) S_writer_discard(aTHX_ w)
+
+/* FALSE when there is nothing to abort (committed or aborted already). */
+static bool S_writer_abort(pTHX_ struct ff_writer *w)
+{
+    if (w->state == FF_W_BUSY)
+        writer_usable(w);       /* croaks: a signal handler inside one of its writes */
+    if (w->state != FF_W_OPEN)
+        return FALSE;
+    writer_discard(w);
+    w->state = FF_W_ABORTED;
+    return TRUE;
+}
+#define writer_abort(w) S_writer_abort(aTHX_ w)
+
+/* DESTROY: an uncommitted temp is removed. Quiet on anything but a writer. */
+static void S_writer_destroy(pTHX_ SV *self)
+{
+    struct ff_writer *w;
+
+    if (!SvROK(self) || !SvIOK(SvRV(self))
+        || !(w = INT2PTR(struct ff_writer *, SvIVX(SvRV(self)))))
+        return;
+    SvIV_set(SvRV(self), 0);
+    writer_discard(w);
+    SvREFCNT_dec(w->path);
+    Safefree(w);
+}
+#define writer_destroy(self) S_writer_destroy(aTHX_ self)
+
 MODULE = FastFile    PACKAGE = FastFile
 
 PROTOTYPES: DISABLE

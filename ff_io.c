@@ -252,6 +252,77 @@ int ff_write_all(int fd, const char *buf, size_t len, const struct ff_eintr *int
     return 0;
 }
 
+/* The writer's buffer starts at this and doubles up to its size. */
+#define FF_WBUF_FIRST_CAP 8192
+
+int ff_wbuf_fills(const struct ff_wbuf *b, size_t n)
+{
+    return n >= b->size - b->len;   /* len < size: the buffer is never left full */
+}
+
+/* Room for need bytes (need <= size). */
+static int wbuf_reserve(struct ff_wbuf *b, size_t need)
+{
+    size_t cap = b->cap ? b->cap : FF_WBUF_FIRST_CAP;
+    char *buf;
+
+    if (need <= b->cap)
+        return 0;
+    while (cap < need)
+        cap *= 2;
+    if (cap > b->size)
+        cap = b->size;
+    buf = realloc(b->buf, cap);
+    if (!buf)
+        return ENOMEM;
+    b->buf = buf;
+    b->cap = cap;
+    return 0;
+}
+
+int ff_wbuf_append(struct ff_wbuf *b, int fd, const char *buf, size_t n,
+                   const struct ff_eintr *intr)
+{
+    while (n > 0) {
+        size_t take = b->size - b->len;
+        int err;
+
+        if (b->len == 0 && n >= b->size)    /* a whole buffer or more: no copy */
+            return ff_write_all(fd, buf, n, intr);
+        if (take > n)
+            take = n;
+        err = wbuf_reserve(b, b->len + take);
+        if (err)
+            return err;
+        memcpy(b->buf + b->len, buf, take);
+        b->len += take;
+        buf += take;
+        n -= take;
+        if (b->len == b->size) {
+            err = ff_wbuf_flush(b, fd, intr);
+            if (err)
+                return err;
+        }
+    }
+    return 0;
+}
+
+int ff_wbuf_flush(struct ff_wbuf *b, int fd, const struct ff_eintr *intr)
+{
+    int err = b->len ? ff_write_all(fd, b->buf, b->len, intr) : 0;
+
+    if (!err)
+        b->len = 0;
+    return err;
+}
+
+void ff_wbuf_free(struct ff_wbuf *b)
+{
+    free(b->buf);
+    b->buf = NULL;
+    b->len = b->cap = 0;
+}
+
 /* rename without replacing: renameat2 where the filesystem has it, else a
  * hard link, which never replaces either. */
 static int rename_noreplace(struct ff_atomic *a)

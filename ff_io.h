@@ -5,6 +5,8 @@
  * publishes it, discard removes whatever is still ours. The caller (the XS
  * glue) registers discard before begin, so a croak or a die from a signal
  * handler running inside an ff_on_eintr callback leaves nothing behind.
+ * The streaming writer adds a struct ff_wbuf: bytes collect in it and go
+ * out with one write(2) each time it is full.
  */
 #ifndef FF_IO_H
 #define FF_IO_H
@@ -95,6 +97,32 @@ void ff_atomic_discard(struct ff_atomic *a);
 /* write(2) all of buf, retrying short writes and EINTR. A write that
  * returns 0 is reported as ENOSPC. */
 int ff_write_all(int fd, const char *buf, size_t len, const struct ff_eintr *intr);
+
+/* The streaming writer's buffer. Zeroed, with size set, it is empty and
+ * holds no memory: buf is allocated as it fills, doubling, never past size. */
+struct ff_wbuf {
+    char *buf;
+    size_t len;        /* bytes waiting */
+    size_t cap;        /* bytes allocated */
+    size_t size;       /* buffer_size: one write(2) each time len reaches it */
+};
+
+/* 1 when appending n bytes fills the buffer, that is, writes. */
+int ff_wbuf_fills(const struct ff_wbuf *b, size_t n);
+
+/* Append buf[0..n) to fd through b: copied while the buffer has room, the
+ * full buffer written with one write(2) (ff_write_all), and a rest of size
+ * bytes or more written straight from buf, without a copy. Returns 0, an
+ * errno of write, or ENOMEM (then a chunk that does not fill the buffer
+ * has left it as it was). */
+int ff_wbuf_append(struct ff_wbuf *b, int fd, const char *buf, size_t n,
+                   const struct ff_eintr *intr);
+
+/* Write what is buffered, with one write(2) if anything is. */
+int ff_wbuf_flush(struct ff_wbuf *b, int fd, const struct ff_eintr *intr);
+
+/* Free the memory; b stays usable (empty, same size). */
+void ff_wbuf_free(struct ff_wbuf *b);
 
 /* Reading. */
 
