@@ -700,6 +700,21 @@ PERL
        'a signal handler that dies during a flush aborts the writer');
     is(slurp($t), $old, '... target unchanged');
 
+    # a handler that changes the string being printed while part of it still
+    # waits to be copied: the string is read-only meanwhile (it used to be
+    # reallocated under the pointer the writer still held)
+    $r = traced(target => $t, inject => ['write:error=EINTR:signal=SIGALRM:when=1'], code => <<'PERL');
+my $w = FastFile::Writer->new($T, { buffer_size => 4096 });
+my $data = 'x' x 5000;
+local $SIG{ALRM} = sub { $data .= 'y' x 100000 };
+$w->print($data);
+$w->commit;
+PERL
+    like($r->{err}, qr/^Modification of a read-only value attempted/,
+         'a handler changing the string being flushed dies');
+    is_deeply([temps_in($dir)], [], '... no temp left');
+    is(slurp($t), $old, '... target unchanged');
+
     # a handler that uses the writer it interrupted
     $r = traced(target => $t, inject => ['write:error=EINTR:signal=SIGALRM:when=1'], code => <<'PERL');
 my $w = FastFile::Writer->new($T);
