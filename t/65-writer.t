@@ -707,6 +707,7 @@ PERL
 my $w = FastFile::Writer->new($T, { buffer_size => 4096 });
 my $data = 'x' x 5000;
 local $SIG{ALRM} = sub { $data .= 'y' x 100000 };
+$w->print('a' x 100);   # the buffer is not empty: $data is copied in two parts
 $w->print($data);
 $w->commit;
 PERL
