@@ -229,6 +229,9 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
     IV pid;
     int err;
 
+    /* The scope is this function's own: its cleanups may point into this
+     * frame, so they must run before it returns. */
+    ENTER;
     /* every argument's get-magic runs once, before anything else happens */
     SvGETMAGIC(filename);
     if (data)
@@ -273,8 +276,10 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
     if (err)
         croak_step(a, err, path);
     /* noclobber wins: an existing target is an error even when identical */
-    if (opt.if_changed && !opt.noclobber && ff_atomic_unchanged(a, buf, len))
+    if (opt.if_changed && !opt.noclobber && ff_atomic_unchanged(a, buf, len)) {
+        LEAVE;
         return 0;
+    }
     err = ff_atomic_create(a, (long)pid);
     if (err)
         croak_step(a, err, path);
@@ -285,6 +290,7 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
     err = ff_atomic_commit(a);
     if (err)
         croak_step(a, err, path);
+    LEAVE;
     return 1;
 }
 
@@ -301,6 +307,7 @@ static SV *S_file_get_contents(pTHX_ SV *filename, SV *max_arg)
     struct ff_eintr intr = { S_on_eintr, NULL };
     int fd = -1, err;
 
+    ENTER;   /* closes fd when this function returns or croaks */
     SvGETMAGIC(filename);
     if (max_arg)
         SvGETMAGIC(max_arg);
@@ -343,6 +350,7 @@ static SV *S_file_get_contents(pTHX_ SV *filename, SV *max_arg)
     SvPOK_only(content);
     if (TAINTING_get)
         SvTAINTED_on(content);
+    LEAVE;
     return content;
 }
 
@@ -354,6 +362,7 @@ static SV *S_file_read_firstline(pTHX_ SV *filename)
     int fd = -1, err;
     bool newline = FALSE;
 
+    ENTER;   /* closes fd when this function returns or croaks */
     SvGETMAGIC(filename);
     path = S_path_arg(aTHX_ filename);
 
@@ -361,6 +370,7 @@ static SV *S_file_read_firstline(pTHX_ SV *filename)
     err = IS_SAFE_PATHNAME(SvPVX(path), SvCUR(path), FRF)
               ? ff_open_read(SvPVX(path), &fd, &intr) : errno;
     if (err == ENOENT) {
+        LEAVE;
         SETERRNO(err, 0);
         return &PL_sv_undef;
     }
@@ -388,6 +398,7 @@ static SV *S_file_read_firstline(pTHX_ SV *filename)
             SvGROW(line, cap + 1);
         }
     }
+    LEAVE;
     if (total == 0 && !newline)
         return &PL_sv_undef;                     /* empty file */
     SvCUR_set(line, total);
@@ -736,9 +747,7 @@ file_set_contents(SV *filename, SV *data = NULL, SV *perm = NULL, SV *force_utf8
   PREINIT:
     int wrote;
   PPCODE:
-    ENTER;
     wrote = S_file_set_contents(aTHX_ filename, data, perm, force_utf8);
-    LEAVE;
     mXPUSHi(wrote);
 
 void
@@ -746,9 +755,7 @@ file_get_contents(SV *filename, SV *max = NULL)
   PREINIT:
     SV *content;
   PPCODE:
-    ENTER;
     content = S_file_get_contents(aTHX_ filename, max);
-    LEAVE;
     XPUSHs(content);
 
 void
@@ -756,9 +763,7 @@ file_read_firstline(SV *filename)
   PREINIT:
     SV *line;
   PPCODE:
-    ENTER;
     line = S_file_read_firstline(aTHX_ filename);
-    LEAVE;
     XPUSHs(line);
 
 INCLUDE: Writer.xsh

@@ -241,6 +241,10 @@ int ff_write_all(int fd, const char *buf, size_t len, const struct ff_eintr *int
         if (n > 0) {
             buf += n;
             len -= (size_t)n;
+            /* a signal that arrives mid-write makes it short, not EINTR:
+             * its handler (an alarm timeout) must still run before the rest */
+            if (len > 0)
+                interrupted(intr);
         } else if (n == 0) {
             return ENOSPC;
         } else if (errno == EINTR) {

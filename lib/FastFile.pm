@@ -115,7 +115,8 @@ As C<$force_utf8>.
 
 C<fdatasync> the temporary file before the rename and C<fsync> its directory
 after it (C<open>, C<fsync>, C<close>), so the new content survives a power
-loss. Without it no sync call is made. C<EINVAL> and C<ENOSYS> (filesystems
+loss. If the directory sync fails, the call dies, but the target already holds
+the new content (the rename is done). Without it no sync call is made. C<EINVAL> and C<ENOSYS> (filesystems
 that cannot sync) are not errors. +4 syscalls.
 
 =item C<< preserve => 1 >>
@@ -306,8 +307,10 @@ C<"$filename.tmp.$$.RANDOM"> instead. The reference unlinks it.
 
 C<EINTR> is retried after running perl's pending signal handlers, so an
 C<alarm> still fires; a handler that dies leaves no temporary file. The
-reference dies on C<EINTR>. While such a handler runs, the data scalar is
-read-only.
+reference dies on C<EINTR>. A signal that cuts a C<write> short is handled
+before the rest is written, too. While such a handler runs, the data scalar
+is read-only. C<EINTR> from C<close> is not an error (Linux has closed the
+descriptor); pending handlers then run after the call.
 
 =item *
 

@@ -124,7 +124,8 @@ EOS
         if ($line =~ m{"/FF-MARK-BEGIN"}) { $in = 1; next }
         if ($line =~ m{"/FF-MARK-END"}) { $res{complete} = $in && defined $pid; last }
         next unless $in;
-        next if $line =~ /^(?:brk|mmap|munmap|mremap|mprotect|madvise)\(/;
+        # memory management is the allocator's; sigaltstack is AddressSanitizer's (make asan)
+        next if $line =~ /^(?:brk|mmap|munmap|mremap|mprotect|madvise|sigaltstack)\(/;
         push @{ $res{calls} }, normalise($line, $dir, $pid);
     }
     $res{seq} = [ grep { !/^getpid\(/ } @{ $res{calls} } ];

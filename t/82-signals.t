@@ -1,0 +1,190 @@
+#!perl
+# Signals: an alarm handler that dies while a write is blocked must leave no
+# temp file and the target as it was; one that returns lets the write go on.
+#
+# 1. strace: write(2)/open(2)/rename(2)/read(2) fail with EINTR and SIGALRM is
+#    delivered at that moment (-e inject=...:error=EINTR:signal=ALRM); also a
+#    short write with SIGALRM pending. Needs strace only.
+# 2. FUSE (fastfs, threaded with -o intr): a "delay" rule blocks the write(2)
+#    for seconds; `alarm 1` must cut it short. Skipped without FUSE.
+use strict;
+use warnings;
+
+BEGIN { $ENV{LC_ALL} = 'C'; delete $ENV{LANGUAGE} }
+
+use Test::More;
+use lib 't/lib';
+use Fault qw(strace_why run_traced_many temps_in slurp spew errstr);
+use File::Temp ();
+use POSIX ();
+use Time::HiRes qw(time);
+
+use FastFile qw(:all);
+
+$SIG{__WARN__} = sub { fail("no unexpected warning"); diag("warning: @_") };
+
+my $ROOT = File::Temp::tempdir('ff82-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+my $PID  = $Fault::PID;
+my $OLD  = "old\n" x 10;
+my $NEW  = "new contents " x 500;
+my $HAVE_WRITER = eval { require FastFile::Writer; FastFile::Writer->can('new') } ? 1 : 0;
+
+my $DIES = q{local $SIG{ALRM} = sub { die "timeout\n" }; };
+my $COUNTS = q{our $n = 0; local $SIG{ALRM} = sub { $n++ }; };
+# fds open in the child before and after: a die must not leak the fd
+my $FDS = q{my $fds = sub { opendir my $d, '/proc/self/fd' or return -1; scalar grep { /^\d+$/ } readdir $d }; };
+
+my @cases = (
+    # name, code, inject, expect: 'timeout' | 'ok' | 'readonly', target after
+    ['file_set_contents: write EINTR + SIGALRM, handler dies',
+     $DIES . 'file_set_contents($T, $D)', ['write:error=EINTR:signal=ALRM:when=1'], 'timeout'],
+    ['file_set_contents: open EINTR + SIGALRM, handler dies',
+     $DIES . 'file_set_contents($T, $D)', ['openat:error=EINTR:signal=ALRM:when=1'], 'timeout'],
+    ['file_set_contents: rename EINTR + SIGALRM, handler dies',
+     $DIES . 'file_set_contents($T, $D)', ['rename:error=EINTR:signal=ALRM:when=1'], 'timeout'],
+    ['file_set_contents (utf8 copy): write EINTR + SIGALRM, handler dies',
+     $DIES . 'file_set_contents($T, "\x{263a}" . $D, 0644, 1)',
+     ['write:error=EINTR:signal=ALRM:when=1'], 'timeout'],
+    ['file_set_contents (fsync): fdatasync EINTR + SIGALRM, handler dies',
+     $DIES . 'file_set_contents($T, $D, { fsync => 1 })',
+     ['fdatasync:error=EINTR:signal=ALRM:when=1'], 'timeout'],
+    ['file_set_contents: write EINTR + SIGALRM, handler returns',
+     $COUNTS . 'file_set_contents($T, $D) && $n', ['write:error=EINTR:signal=ALRM:when=1'], 'ok'],
+    ['file_set_contents: EINTR three times, handler returns',
+     $COUNTS . 'file_set_contents($T, $D) && $n',
+     ['write:error=EINTR:signal=ALRM:when=1..3'], 'ok', 3],
+    # the data written from is read-only while handlers run: a handler that
+    # changes it must not free the buffer under the write
+    ['file_set_contents: handler modifies the data being written',
+     q{my $data = $D; local $SIG{ALRM} = sub { $data .= 'x' x 100000 }; }
+       . q{my $r = eval { file_set_contents($T, $data) }; my $e = $@; }
+       . q{eval { $data .= 'y'; 1 } or die "the data stayed read-only after the call\n"; }
+       . q{die $e if $e; $r},
+     ['write:error=EINTR:signal=ALRM:when=1'], 'readonly_or_ok'],
+    # a short write is the kernel's answer when a signal arrives after part
+    # of the data went out: the pending handler must run before going on
+    ['file_set_contents: short write with SIGALRM pending, handler dies',
+     $DIES . 'file_set_contents($T, $D)', ['write:retval=1000:signal=ALRM:when=1'], 'timeout'],
+    ['file_get_contents: read EINTR + SIGALRM, handler dies (fd closed)',
+     $FDS . $DIES . 'my $before = $fds->(); eval { file_get_contents($T) }; my $e = $@;'
+       . ' die "fd leaked: $before -> " . $fds->() . "\n" if $fds->() != $before; die $e',
+     ['read:error=EINTR:signal=ALRM:when=1'], 'timeout', undef, 'reader'],
+    ['file_read_firstline: read EINTR + SIGALRM, handler dies (fd closed)',
+     $FDS . $DIES . 'my $before = $fds->(); eval { file_read_firstline($T) }; my $e = $@;'
+       . ' die "fd leaked: $before -> " . $fds->() . "\n" if $fds->() != $before; die $e',
+     ['read:error=EINTR:signal=ALRM:when=1'], 'timeout', undef, 'reader'],
+);
+if ($HAVE_WRITER) {
+    push @cases,
+      ['FastFile::Writer: commit write EINTR + SIGALRM, handler dies',
+       $DIES . 'require FastFile::Writer; my $w = FastFile::Writer->new($T); $w->print($D); $w->commit',
+       ['write:error=EINTR:signal=ALRM:when=1'], 'timeout'],
+      ['FastFile::Writer: print (buffer full) EINTR + SIGALRM, handler dies',
+       $DIES . 'require FastFile::Writer; my $w = FastFile::Writer->new($T, { buffer_size => 1000 });'
+         . ' $w->print($D); $w->commit',
+       ['write:error=EINTR:signal=ALRM:when=1'], 'timeout'],
+      ['FastFile::Writer: EINTR, handler returns',
+       $COUNTS . 'require FastFile::Writer; my $w = FastFile::Writer->new($T); $w->print($D); $w->commit && $n',
+       ['write:error=EINTR:signal=ALRM:when=1'], 'ok'];
+}
+
+SKIP: {
+    my $why = strace_why();
+    skip "strace unusable: $why", scalar @cases if $why;
+    my (@specs, @dirs);
+    my $i = 0;
+    for my $c (@cases) {
+        my $dir = "$ROOT/s" . $i++;
+        mkdir $dir or die "mkdir $dir: $!";
+        spew("$dir/file", $OLD);
+        push @dirs, $dir;
+        push @specs, { code => $c->[1], target => "$dir/file", data => $NEW,
+                       paths => ["$dir/file", "$dir/file.tmp.$PID"], inject => $c->[2],
+                       log => "$dir.strace" };
+    }
+    my $res = run_traced_many(\@specs, dir => $ROOT);
+    for my $i (0 .. $#cases) {
+        my ($name, undef, undef, $expect, $count, $reader) = @{ $cases[$i] };
+        my ($r, $dir) = ($res->[$i], $dirs[$i]);
+        subtest $name => sub {
+            cmp_ok $r->{injected}, '>=', 1, 'the EINTR was injected' or diag $r->{log};
+            is_deeply $r->{warnings}, [], 'no warnings';
+            if ($expect eq 'timeout') {
+                is $r->{err}, "timeout\n", 'the call dies with the handler\'s "timeout\n"'
+                    or diag $r->{log};
+                ok slurp("$dir/file") eq $OLD, 'target intact';
+            } elsif ($expect eq 'ok') {
+                ok $r->{ok}, 'the call succeeds' or diag $r->{err};
+                is $r->{ret}, $count // 1, 'the handler ran ' . ($count // 1) . ' time(s)';
+                ok slurp("$dir/file") eq $NEW, 'target replaced';
+            } else {    # readonly_or_ok: either is safe; a corrupt file is not
+                if ($r->{ok}) {
+                    pass 'the call succeeded despite the handler';
+                    ok slurp("$dir/file") eq $NEW, 'target holds the data as it was at the call';
+                } else {
+                    like $r->{err}, qr/^Modification of a read-only value attempted/,
+                        'the handler could not modify the buffer being written';
+                    ok slurp("$dir/file") eq $OLD, 'target intact';
+                }
+            }
+            is_deeply [ temps_in($dir) ], [], 'no temp file left';
+        };
+    }
+}
+
+# ------------------------------------------------- a write blocked in FUSE
+
+SKIP: {
+    my $fwhy = eval { require FastFS; FastFS::available() } // "FastFS: $@";
+    skip "FUSE test filesystem unavailable: $fwhy", 1 if $fwhy;
+    # threads: the multi-threaded daemon with -o intr answers the kernel's
+    # INTERRUPT, so the blocked write(2) returns EINTR (single-threaded, the
+    # write would just finish late)
+    my $fs = FastFS->mount(max_write => 4096, threads => 1);
+    my $d = $fs->dir;
+
+    my $blocked = sub {
+        my ($name, $data, $delay, $call) = @_;
+        $fs->control('clear');
+        file_set_contents("$d/f", $OLD);
+        $fs->control("delay /f.tmp.* $delay");
+        my $t0 = time;
+        my $ok = eval {
+            local $SIG{ALRM} = sub { die "timeout\n" };
+            alarm 1;
+            $call->("$d/f", $data);
+            alarm 0;
+            1;
+        };
+        alarm 0;
+        my ($err, $took) = ($@, time - $t0);
+        $fs->control('clear');
+        ok !$ok, "$name: the call does not complete";
+        is $err, "timeout\n", "$name: dies with \"timeout\\n\"";
+        cmp_ok $took, '<', 2.5, "$name: the alarm cut the blocked write short";
+        ok file_get_contents("$d/f") eq $OLD, "$name: target intact";
+        is_deeply [ temps_in($d) ], [], "$name: no temp file left";
+        ok file_set_contents("$d/g", "still usable\n"), "$name: the filesystem is still usable";
+        is file_get_contents("$d/g"), "still usable\n", "$name: and reads back";
+        unlink "$d/g";
+    };
+
+    # one write(2), one FUSE WRITE request, blocked
+    $blocked->('small write', 'x' x 1000, 3000, \&file_set_contents);
+    # a write(2) that spans 13 requests of 300 ms: the signal comes during
+    # the 4th, the kernel reports the 3 done (a short write), and the pending
+    # handler must run then, not after the 9 others
+    $blocked->('write spanning requests', 'y' x 50_000, 300, \&file_set_contents);
+    if ($HAVE_WRITER) {
+        $blocked->('FastFile::Writer commit', 'z' x 1000, 3000, sub {
+            my $w = FastFile::Writer->new($_[0]);
+            $w->print($_[1]);
+            $w->commit;
+        });
+    }
+    my $c = $fs->counters;
+    note "fastfs: $c->{interrupted} interrupted requests, $c->{write_requests} writes";
+    $fs->unmount;
+}
+
+done_testing;
