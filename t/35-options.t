@@ -15,6 +15,8 @@ use File::Temp ();
 use POSIX ();
 
 use FastFile;
+use lib 't/lib';
+use FFTest qw(slurp spew);
 
 # $! texts are compared in English; children inherit the C locale too.
 BEGIN { $ENV{LC_ALL} = 'C'; delete $ENV{LANGUAGE} }
@@ -35,22 +37,6 @@ sub newdir {
     my $d = "$ROOT/c" . ++$n_dir . (@_ ? "-$_[0]" : '');
     mkdir $d or die "mkdir $d: $!";
     return $d;
-}
-
-sub slurp {
-    my ($file) = @_;
-    open my $fh, '<:raw', $file or return undef;
-    local $/;
-    my $c = <$fh>;
-    return defined $c ? $c : '';
-}
-
-sub spew {
-    my ($file, $data, $mode) = @_;
-    open my $fh, '>:raw', $file or die "open $file: $!";
-    print {$fh} $data or die "print $file: $!";
-    close $fh or die "close $file: $!";
-    chmod $mode, $file or die "chmod $file: $!" if defined $mode;
 }
 
 # every leftover temp file ("<name>.tmp.<pid>[.<random>]") below the dirs

@@ -25,6 +25,8 @@ use POSIX ();
 
 use FastFile qw(file_set_contents atomic_writer);
 use FastFile::Writer;
+use lib 't/lib';
+use FFTest qw(slurp spew);
 
 POSIX::setlocale(POSIX::LC_ALL(), 'C');
 umask 022;
@@ -47,21 +49,6 @@ sub newdir {
     my $d = "$ROOT/d" . ++$n_dir;
     mkdir $d or die "mkdir $d: $!";
     return $d;
-}
-
-sub slurp {
-    my ($file) = @_;
-    open my $fh, '<:raw', $file or return undef;
-    local $/;
-    my $c = <$fh>;
-    return defined $c ? $c : '';
-}
-
-sub spew {
-    my ($file, $data) = @_;
-    open my $fh, '>:raw', $file or die "spew $file: $!";
-    print {$fh} $data or die "spew $file: $!";
-    close $fh or die "spew $file: $!";
 }
 
 sub temps_in {

@@ -37,21 +37,24 @@ sub blib_inc { return map { "-I$_" } @BLIB }
 
 sub tempdir { return File::Temp::tempdir('fftest-XXXXXX', TMPDIR => 1, CLEANUP => 1) }
 
+# The file's bytes; undef when it does not exist.
 sub slurp {
     my ($path) = @_;
-    open my $fh, '<:raw', $path or die "slurp '$path': $!\n";
+    open(my $fh, '<:raw', $path) or return $!{ENOENT} ? undef : die "slurp '$path': $!\n";
     local $/;
     my $data = <$fh>;
     close $fh;
     return defined $data ? $data : '';
 }
 
+# Write $data to $path the plain way, then chmod it when $mode is given.
 sub spew {
-    my ($path, $data) = @_;
+    my ($path, $data, $mode) = @_;
     open my $fh, '>:raw', $path or die "spew '$path': $!\n";
     print {$fh} $data or die "spew '$path': $!\n";
     close $fh or die "spew '$path': $!\n";
-    return;
+    chmod $mode, $path or die "chmod '$path': $!\n" if defined $mode;
+    return 1;
 }
 
 # Names (not paths) of leftover temp files in $dir, sorted.

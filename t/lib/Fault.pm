@@ -20,6 +20,7 @@ use warnings;
 
 use Exporter 'import';
 use Data::Dumper ();
+use FFTest qw(slurp spew);   # re-exported
 use File::Spec ();
 use POSIX ();
 
@@ -93,23 +94,6 @@ sub errstr {
     my ($n) = @_;
     local $! = $n;
     return "$!";
-}
-
-sub slurp {
-    my ($file) = @_;
-    open my $fh, '<:raw', $file or return undef;
-    local $/;
-    my $c = <$fh>;
-    return defined $c ? $c : '';
-}
-
-sub spew {
-    my ($file, $data, $mode) = @_;
-    open my $fh, '>:raw', $file or die "spew $file: $!";
-    print {$fh} $data or die "spew $file: $!";
-    close $fh or die "spew $file: $!";
-    chmod $mode, $file or die "chmod $file: $!" if defined $mode;
-    return 1;
 }
 
 # Names in dir that look like FastFile temp files ("<name>.tmp.<pid>[.<hex>]").
