@@ -1,0 +1,133 @@
+/*
+ * bare - the floor for bench/compare.pl: the four syscalls of an atomic
+ * whole-file write (open, write, close, rename) in a loop, nothing else.
+ * compare.pl builds it on the fly (cc -O2) into a temp dir.
+ *
+ *   bare time  FILE SIZE N   one untimed call, then N timed calls;
+ *                            prints the nanoseconds the N calls took
+ *   bare serve FILE SIZE 0   one untimed call, then for each number N read
+ *                            from stdin, N timed calls and their
+ *                            nanoseconds on stdout (one process for all
+ *                            of compare.pl's batches)
+ *   bare trace FILE SIZE N   one untimed call, then N calls between two
+ *                            marker syscalls (chdir to /bare-mark-start and
+ *                            /bare-mark-end) that strace can find
+ *   bare rss   FILE SIZE N   N calls (0: just fill the buffer), then prints
+ *                            the peak RSS in KiB (VmHWM)
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *file;
+static char tmp[4096];
+static char *buf;
+static size_t size;
+
+static void die(const char *what, const char *path)
+{
+	fprintf(stderr, "bare: %s '%s': %s\n", what, path, strerror(errno));
+	exit(1);
+}
+
+static void one_call(void)
+{
+	size_t off = 0;
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+
+	if (fd < 0)
+		die("open", tmp);
+	while (off < size) {
+		ssize_t n = write(fd, buf + off, size - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			die("write", tmp);
+		off += n;
+	}
+	if (close(fd) < 0)
+		die("close", tmp);
+	if (rename(tmp, file) < 0)
+		die("rename", file);
+}
+
+static long long now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void print_hwm(void)
+{
+	char line[256];
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		die("fopen", "/proc/self/status");
+	while (fgets(line, sizeof line, f))
+		if (strncmp(line, "VmHWM:", 6) == 0)
+			printf("%lld\n", atoll(line + 6));
+	fclose(f);
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode;
+	long n;
+
+	if (argc != 5) {
+		fprintf(stderr, "usage: bare time|serve|trace|rss FILE SIZE N\n");
+		return 2;
+	}
+	mode = argv[1];
+	file = argv[2];
+	size = strtoull(argv[3], NULL, 10);
+	n = atol(argv[4]);
+	snprintf(tmp, sizeof tmp, "%s.tmp.%d", file, (int) getpid());
+	if (!(buf = malloc(size ? size : 1)))
+		die("malloc", "");
+	memset(buf, 'x', size);
+
+	if (strcmp(mode, "time") == 0) {
+		long long t0;
+		one_call();
+		t0 = now_ns();
+		for (long i = 0; i < n; i++)
+			one_call();
+		printf("%lld\n", now_ns() - t0);
+	} else if (strcmp(mode, "serve") == 0) {
+		char line[64];
+		one_call();
+		while (fgets(line, sizeof line, stdin)) {
+			long long t0;
+			n = atol(line);
+			t0 = now_ns();
+			for (long i = 0; i < n; i++)
+				one_call();
+			printf("%lld\n", now_ns() - t0);
+			fflush(stdout);
+		}
+	} else if (strcmp(mode, "trace") == 0) {
+		one_call();
+		if (chdir("/bare-mark-start") == 0)
+			return 3;
+		for (long i = 0; i < n; i++)
+			one_call();
+		if (chdir("/bare-mark-end") == 0)
+			return 3;
+	} else if (strcmp(mode, "rss") == 0) {
+		for (long i = 0; i < n; i++)
+			one_call();
+		print_hwm();
+	} else {
+		fprintf(stderr, "bare: unknown mode '%s'\n", mode);
+		return 2;
+	}
+	return 0;
+}
