@@ -313,8 +313,10 @@ static SV *S_file_get_contents(pTHX_ SV *filename, SV *max_arg)
         SvGETMAGIC(max_arg);
     path = S_path_arg(aTHX_ filename);
     if (max_arg && SvTRUE_nomg(max_arg)) {      /* a false max means the default */
-        IV iv = SvIV_nomg(max_arg);
-        max = iv < 0 ? 0 : (size_t)iv;
+        /* compared as a number, like the reference's "$total > $max"; a
+         * huge max means no limit (capped so that max + 1 cannot wrap) */
+        NV nv = SvNV_nomg(max_arg);
+        max = !(nv > 0) ? 0 : nv >= (NV)SSize_t_MAX ? (size_t)SSize_t_MAX : (size_t)nv;
     }
 
     SAVEDESTRUCTOR_X(S_close_read_fd, &fd);
