@@ -26,7 +26,7 @@ use File::Temp ();
 use POSIX ();
 use Errno ();
 
-our @EXPORT_OK = qw(tempdir slurp spew temps_in have_strace strace_call blib_inc
+our @EXPORT_OK = qw(tempdir slurp spew temps_in have_strace strace_call blib_inc which
                     warnings_of errno_text);
 
 # Absolute paths of this build, taken when the test starts (from the dist root).
@@ -82,7 +82,8 @@ sub errno_text {
     return "$!";
 }
 
-sub _which {
+# The path of $prog in PATH, or nothing.
+sub which {
     my ($prog) = @_;
     for my $d (split /:/, (defined $ENV{PATH} ? $ENV{PATH} : '')) {
         return "$d/$prog" if length $d && -x "$d/$prog" && !-d _;
@@ -95,7 +96,7 @@ my $HAVE_STRACE;
 # '' when strace can trace a child here, else the reason why not.
 sub have_strace {
     return $HAVE_STRACE if defined $HAVE_STRACE;
-    return $HAVE_STRACE = 'strace not found in PATH' unless _which('strace');
+    return $HAVE_STRACE = 'strace not found in PATH' unless which('strace');
     return $HAVE_STRACE = "blib not built (no $BLIB[1])" unless -d $BLIB[1];
     my $r = eval { strace_call('1', timeout => 10) };
     if (!$r) {

@@ -23,6 +23,8 @@ use Errno ();
 use Fcntl qw(O_WRONLY LOCK_EX);
 use File::Basename ();
 use File::Spec ();
+use lib File::Basename::dirname(__FILE__);
+use FFTest qw(which);
 use File::Temp ();
 use POSIX ();
 use Scalar::Util ();
@@ -37,15 +39,6 @@ my $AVAILABLE;     # cached result of available()
 
 sub binary { $BIN }
 
-sub _which {
-    my ($prog) = @_;
-    for my $d (File::Spec->path) {
-        my $p = File::Spec->catfile($d, $prog);
-        return $p if -f $p && -x _;
-    }
-    return;
-}
-
 sub _sleep { select(undef, undef, undef, $_[0]) }
 
 # Builds the daemon if it is missing or older than its source.  A lock
@@ -53,8 +46,8 @@ sub _sleep { select(undef, undef, undef, $_[0]) }
 sub build {
     my $src = File::Spec->catfile($SRCDIR, 'fastfs.c');
     return '' if -x $BIN && -M $BIN <= -M $src;
-    return "no make" unless _which('make');
-    return "no pkg-config" unless _which('pkg-config');
+    return "no make" unless which('make');
+    return "no pkg-config" unless which('pkg-config');
     open my $lock, '>', File::Spec->catfile($SRCDIR, '.build.lock')
         or return "cannot build: lock: $!";
     flock $lock, LOCK_EX or return "cannot build: flock: $!";
@@ -80,7 +73,7 @@ sub available {
         $why = 'no /dev/fuse';
     } elsif (!-r '/dev/fuse' || !-w _) {
         $why = 'no access to /dev/fuse';
-    } elsif (!_which('fusermount3')) {
+    } elsif (!which('fusermount3')) {
         $why = 'fusermount3 missing';
     } else {
         $why = build();

@@ -20,7 +20,7 @@ use warnings;
 
 use Exporter 'import';
 use Data::Dumper ();
-use FFTest qw(slurp spew);   # re-exported
+use FFTest qw(slurp spew which);   # slurp, spew re-exported
 use File::Spec ();
 use POSIX ();
 
@@ -34,7 +34,7 @@ my $STRACE_WHY;
 # '' when strace can trace a child perl and inject faults, else why not.
 sub strace_why {
     return $STRACE_WHY if defined $STRACE_WHY;
-    my $strace = _which('strace');
+    my $strace = which('strace');
     return $STRACE_WHY = 'strace not installed' unless $strace;
     my $ver = `strace -V 2>/dev/null` // '';
     my ($maj, $min) = $ver =~ /version (\d+)\.(\d+)/;
@@ -46,15 +46,6 @@ sub strace_why {
         '-e', 'inject=getppid:retval=4242', $^X, '-e', 'exit(getppid() == 4242 ? 0 : 3)');
     return $STRACE_WHY = "strace cannot trace or inject here (exit status $rc)" if $rc;
     return $STRACE_WHY = '';
-}
-
-sub _which {
-    my ($prog) = @_;
-    for my $d (File::Spec->path) {
-        my $p = File::Spec->catfile($d, $prog);
-        return $p if -f $p && -x _;
-    }
-    return;
 }
 
 sub _system_quiet {
