@@ -218,20 +218,24 @@ int ff_atomic_create(struct ff_atomic *a, long pid)
     }
     if (err)
         return err;
-
-    if (a->opt.preserve && a->have_old) {
-        /* owner first: chown may clear set-id bits that chmod then restores */
-        a->step = FF_STEP_OWNER;
-        FF_SYSCALL(err, a->intr, fchown(a->fd, a->old.st_uid, a->old.st_gid));
-        if (err && err != EPERM)
-            return err;
-        a->step = FF_STEP_MODE;
-        FF_SYSCALL(err, a->intr, fchmod(a->fd, a->old.st_mode & 07777));
-        if (err)
-            return err;
-    }
     a->step = FF_STEP_NONE;
     return 0;
+}
+
+/* preserve: the old file's owner, then its mode. After the data is written:
+ * a write by a user without CAP_FSETID clears set-id bits, and chown may
+ * clear them too; chmod last restores them. */
+static int preserve_old(struct ff_atomic *a)
+{
+    int err;
+
+    a->step = FF_STEP_OWNER;
+    FF_SYSCALL(err, a->intr, fchown(a->fd, a->old.st_uid, a->old.st_gid));
+    if (err && err != EPERM)
+        return err;
+    a->step = FF_STEP_MODE;
+    FF_SYSCALL(err, a->intr, fchmod(a->fd, a->old.st_mode & 07777));
+    return err;
 }
 
 int ff_write_all(int fd, const char *buf, size_t len, const struct ff_eintr *intr)
@@ -366,6 +370,11 @@ int ff_atomic_commit(struct ff_atomic *a)
 {
     int err;
 
+    if (a->opt.preserve && a->have_old) {
+        err = preserve_old(a);
+        if (err)
+            return err;
+    }
     if (a->opt.fsync) {
         a->step = FF_STEP_SYNC;
         FF_SYSCALL(err, a->intr, fdatasync(a->fd));

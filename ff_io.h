@@ -84,10 +84,11 @@ int ff_atomic_prepare(struct ff_atomic *a);
 int ff_atomic_unchanged(struct ff_atomic *a, const char *buf, size_t len);
 
 /* Create the temp "<target>.tmp.<pid>" (missing directories first with the
- * mkdir option) and give it the old file's owner and mode (preserve). */
+ * mkdir option). */
 int ff_atomic_create(struct ff_atomic *a, long pid);
 
-/* fdatasync (fsync option), close, rename or no-clobber link, directory fsync. */
+/* The old file's owner and mode (preserve), fdatasync (fsync), close, rename
+ * or no-clobber link, directory fsync (fsync). */
 int ff_atomic_commit(struct ff_atomic *a);
 
 /* Close and unlink whatever is still ours and free the paths; keeps errno.

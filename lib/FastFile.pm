@@ -125,7 +125,8 @@ When the target exists as a regular file, the new file gets its exact mode
 (set-id and sticky bits included, umask not applied) and, where permitted, its
 owner and group (C<EPERM> from C<fchown>, as for a non-root user, is not an
 error). Otherwise C<perm> applies. +3 syscalls (C<lstat>, C<fchown>,
-C<fchmod>). pmxcfs accepts only the modes and owners it assigns itself.
+C<fchmod>); owner and mode are set after the data is written, since a write
+by a user without C<CAP_FSETID> clears set-id bits. pmxcfs accepts only the modes and owners it assigns itself.
 
 =item C<< if_changed => 1 >>
 

@@ -110,8 +110,10 @@ Encode characters as UTF-8 (the C<$force_utf8> column of the bytes table).
 
 =item fsync, preserve, mkdir, follow_symlinks, noclobber
 
-As for C<file_set_contents>; they act in L</new> (preserve, mkdir,
-follow_symlinks) and L</commit> (fsync, noclobber).
+As for C<file_set_contents>; they act in L</new> (mkdir, follow_symlinks,
+and the look at the old file for preserve) and L</commit> (the old owner and
+mode are given to the new file after its data is written, so a write cannot
+clear its set-id bits; fsync; noclobber).
 
 =item buffer_size
 
@@ -225,8 +227,9 @@ C<$!> text, C<$!> holds the error number and the temp file has been removed.
 
 =item C<unable to open file 'E<lt>tmpE<gt>' - E<lt>$!E<gt>>
 
-From L</new>; the other texts of a failed creation (C<mkdir>, C<preserve>,
-C<follow_symlinks>) are those of C<file_set_contents>.
+From L</new>; the other texts of a failed creation (C<mkdir>,
+C<follow_symlinks>) are those of C<file_set_contents>. C<preserve>'s
+C<unable to set owner/mode> texts come from L</commit>.
 
 =item C<unable to write 'E<lt>tmpE<gt>' - E<lt>$!E<gt>>
 
