@@ -442,12 +442,17 @@ static IV S_writer_pid(pTHX)
 }
 #define writer_pid() S_writer_pid(aTHX)
 
+/* Tags the SV that holds a writer's address: its identity is this table's
+ * address, so no other object passes for a writer, and checking it costs no
+ * lookup by class name. */
+static const MGVTBL S_writer_tag = { NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL };
+
 /* The writer behind self; croaks for anything else. */
 static struct ff_writer *S_writer_fetch(pTHX_ SV *self)
 {
     struct ff_writer *w = NULL;
 
-    if (SvROK(self) && SvIOK(SvRV(self)) && sv_derived_from(self, FF_WRITER_CLASS))
+    if (SvROK(self) && mg_findext(SvRV(self), PERL_MAGIC_ext, &S_writer_tag))
         w = INT2PTR(struct ff_writer *, SvIVX(SvRV(self)));
     if (!w)
         croak(FF_WRITER_CLASS ": not a writer object\n");
@@ -660,6 +665,7 @@ static SV *S_writer_new(pTHX_ SV *klass, SV *filename, SV *opts)
     w->a.fd = -1;
     w->state = FF_W_ABORTED;
     obj = newRV_noinc(newSViv(PTR2IV(w)));
+    sv_magicext(SvRV(obj), NULL, PERL_MAGIC_ext, &S_writer_tag, NULL, 0);
     SAVEFREESV(obj);
     sv_bless(obj, stash);
     SvREADONLY_on(SvRV(obj));
@@ -730,7 +736,7 @@ static void S_writer_destroy(pTHX_ SV *self)
 {
     struct ff_writer *w;
 
-    if (!SvROK(self) || !SvIOK(SvRV(self))
+    if (!SvROK(self) || !mg_findext(SvRV(self), PERL_MAGIC_ext, &S_writer_tag)
         || !(w = INT2PTR(struct ff_writer *, SvIVX(SvRV(self)))))
         return;
     SvIV_set(SvRV(self), 0);

@@ -716,5 +716,25 @@ PERL
     is_deeply($r->{warnings}, [], 'no warnings in the traced children');
 }
 
+# ------------------------------------------------------- only real writers
+{
+    # a forged object in the class (an IV that is no writer's address) is
+    # refused, and its destruction touches nothing
+    my $fake = bless \(my $addr = 12345), 'FastFile::Writer';
+    ok(!eval { $fake->print('x'); 1 }, 'a forged writer object is refused');
+    is($@, "FastFile::Writer: not a writer object\n", '... with its text');
+    ok(!eval { $fake->commit; 1 }, '... commit too');
+    undef $fake;    # DESTROY must not take 12345 for a pointer
+    pass('... and destroying it is harmless');
+    ok(!eval { FastFile::Writer::print('FastFile::Writer', 'y'); 1 }, 'a class name is refused');
+
+    { package My::Writer; our @ISA = ('FastFile::Writer'); }
+    my $dir = newdir();
+    my $w = My::Writer->new("$dir/sub");
+    $w->print('from a subclass');
+    ok($w->commit, 'a subclass of the writer works');
+    is(slurp("$dir/sub"), 'from a subclass', '... content');
+}
+
 is_deeply(\@WARNINGS, [], 'no unexpected warnings') or diag(@WARNINGS);
 done_testing;
