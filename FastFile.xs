@@ -224,7 +224,7 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
     STRLEN len;
     bool force_utf8 = FALSE;
     struct ff_options opt;
-    struct ff_atomic *a;
+    struct ff_atomic atomic, *a = &atomic;   /* this frame outlives its LEAVE */
     struct ff_eintr intr;
     IV pid;
     int err;
@@ -261,8 +261,6 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
 
     intr.fn = S_on_eintr;
     intr.ctx = owner;
-    Newxz(a, 1, struct ff_atomic);
-    SAVEFREEPV(a);
     err = ff_atomic_init(a, SvPVX(path), &opt, &intr);
     if (err)
         croak_errno(err, "unable to replace '%" SVf "' - ", SVfARG(path));

@@ -81,11 +81,7 @@ sub inc_args {
 }
 
 # The text "$!" has for errno number n (the tests run with LC_ALL=C).
-sub errstr {
-    my ($n) = @_;
-    local $! = $n;
-    return "$!";
-}
+BEGIN { *errstr = \&FFTest::errno_text }
 
 # Names in dir that look like FastFile temp files ("<name>.tmp.<pid>[.<hex>]").
 sub temps_in {
