@@ -57,6 +57,7 @@ int ff_atomic_init(struct ff_atomic *a, const char *path, const struct ff_option
 {
     memset(a, 0, sizeof *a);
     a->fd = -1;
+    a->step_fd = -1;
     a->opt = *opt;
     a->intr = intr;
     a->target = strdup(path);
@@ -117,21 +118,39 @@ int ff_atomic_prepare(struct ff_atomic *a)
     return 0;
 }
 
+/* Close and free what the current step holds; keeps errno. */
+static void release_step(struct ff_atomic *a)
+{
+    if (a->step_fd >= 0) {
+        ff_close_read(a->step_fd);
+        a->step_fd = -1;
+    }
+    free(a->step_mem);
+    a->step_mem = NULL;
+}
+
 int ff_atomic_unchanged(struct ff_atomic *a, const char *buf, size_t len)
 {
+    struct stat st;
     size_t got;
-    char *old;
-    int fd, same;
+    int err, same;
 
     if (!a->have_old || (size_t)a->old.st_size != len)
         return 0;
-    if (ff_open_read(a->target, &fd, a->intr))
+    /* Whatever is there now, not what lstat saw: O_NONBLOCK so that a FIFO
+     * swapped in cannot block the open, O_NOFOLLOW so that a symlink cannot
+     * lead elsewhere (follow_symlinks resolved the target already); only a
+     * regular file is compared. */
+    FF_SYSCALL(err, a->intr,
+               a->step_fd = open(a->target, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW));
+    if (err)
         return 0;
-    old = malloc(len + 1);  /* +1: a file that grew since lstat is not the same */
-    same = old && !ff_read_full(fd, old, len + 1, &got, a->intr) && got == len
-           && memcmp(old, buf, len) == 0;
-    free(old);
-    ff_close_read(fd);
+    /* len + 1: a file that grew since fstat is not the same */
+    same = fstat(a->step_fd, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size == len
+           && (a->step_mem = malloc(len + 1)) != NULL
+           && !ff_read_full(a->step_fd, a->step_mem, len + 1, &got, a->intr) && got == len
+           && memcmp(a->step_mem, buf, len) == 0;
+    release_step(a);
     return same;
 }
 
@@ -174,24 +193,39 @@ static int create_temp(struct ff_atomic *a)
     return err;
 }
 
-/* mkdir -p of dir: mode 0777 & ~umask; another creator winning is fine. */
-static int mkdir_p(const char *dir, const struct ff_eintr *intr)
+/* mkdir -p of the directory path in a->step_mem, which it cuts and mends in
+ * place (no allocation a die could leak): mode 0777 & ~umask; another
+ * creator winning is fine. */
+static int mkdir_p(struct ff_atomic *a)
 {
-    char *parent;
+    char *dir = a->step_mem;
+    size_t len = strlen(dir);
     int err;
 
-    FF_SYSCALL(err, intr, mkdir(dir, 0777));
-    if (err != ENOENT)
-        return err == EEXIST ? 0 : err;
-    parent = dir_of(dir);
-    if (!parent)
-        return ENOMEM;
-    err = strcmp(parent, dir) ? mkdir_p(parent, intr) : ENOENT;
-    free(parent);
-    if (err)
+    /* up: cut off the last component until a mkdir finds its parent */
+    for (;;) {
+        char *slash;
+
+        FF_SYSCALL(err, a->intr, mkdir(dir, 0777));
+        if (err != ENOENT)
+            break;
+        slash = strrchr(dir, '/');
+        while (slash && slash > dir && slash[-1] == '/')
+            slash--;
+        if (!slash || slash == dir)     /* no parent left to create it in */
+            return ENOENT;
+        *slash = '\0';
+    }
+    if (err && err != EEXIST)
         return err;
-    FF_SYSCALL(err, intr, mkdir(dir, 0777));
-    return err == EEXIST ? 0 : err;
+    /* down: put each cut back, creating that level */
+    while (strlen(dir) < len) {
+        dir[strlen(dir)] = '/';
+        FF_SYSCALL(err, a->intr, mkdir(dir, 0777));
+        if (err && err != EEXIST)
+            return err;
+    }
+    return 0;
 }
 
 int ff_atomic_create(struct ff_atomic *a, long pid)
@@ -202,15 +236,15 @@ int ff_atomic_create(struct ff_atomic *a, long pid)
     if (!a->temp)
         return ENOMEM;
     sprintf(a->temp, "%s.tmp.%ld", a->target, pid);
+    a->pid = pid;
 
     a->step = FF_STEP_OPEN;
     err = create_temp(a);
     if (err == ENOENT && a->opt.mkdir) {   /* costs nothing while the directory exists */
-        char *dir = dir_of(a->target);
-
         a->step = FF_STEP_MKDIR;
-        err = dir ? mkdir_p(dir, a->intr) : ENOMEM;
-        free(dir);
+        a->step_mem = dir_of(a->target);
+        err = a->step_mem ? mkdir_p(a) : ENOMEM;
+        release_step(a);
         if (err)
             return err;
         a->step = FF_STEP_OPEN;
@@ -231,6 +265,8 @@ static int preserve_old(struct ff_atomic *a)
 
     a->step = FF_STEP_OWNER;
     FF_SYSCALL(err, a->intr, fchown(a->fd, a->old.st_uid, a->old.st_gid));
+    if (err == EPERM)   /* not root: a member of the file's group may still set the group */
+        FF_SYSCALL(err, a->intr, fchown(a->fd, (uid_t)-1, a->old.st_gid));
     if (err && err != EPERM)
         return err;
     a->step = FF_STEP_MODE;
@@ -342,28 +378,37 @@ static int rename_noreplace(struct ff_atomic *a)
         return err;
     FF_SYSCALL(err, a->intr, link(a->temp, a->target));
     if (!err) {
-        unlink(a->temp);
-        return 0;
+        /* the temp is now a second name of the new target: remove it, or
+         * else undo the link (noclobber: there was no target before) */
+        FF_SYSCALL(err, a->intr, unlink(a->temp));
+        if (!err) {
+            a->created = 0;
+            return 0;
+        }
+        unlink(a->target);
+        return err;
     }
     if (err == EPERM || err == ENOSYS || err == EOPNOTSUPP)
         a->step = FF_STEP_NOCLOBBER;
     return err;
 }
 
-static int sync_dir(const char *path, const struct ff_eintr *intr)
+static int sync_dir(struct ff_atomic *a)
 {
-    char *dir = dir_of(path);
-    int fd, err;
+    int err;
 
-    if (!dir)
+    a->step_mem = dir_of(a->target);
+    if (!a->step_mem)
         return ENOMEM;
-    FF_SYSCALL(err, intr, fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    free(dir);
-    if (err)
-        return err;
-    FF_SYSCALL(err, intr, fsync(fd));
-    ff_close_read(fd);
-    return err == EINVAL || err == ENOSYS ? 0 : err;  /* cannot sync: not an error */
+    FF_SYSCALL(err, a->intr,
+               a->step_fd = open(a->step_mem, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!err) {
+        FF_SYSCALL(err, a->intr, fsync(a->step_fd));
+        if (err == EINVAL || err == ENOSYS)     /* cannot sync: not an error */
+            err = 0;
+    }
+    release_step(a);
+    return err;
 }
 
 int ff_atomic_commit(struct ff_atomic *a)
@@ -401,7 +446,7 @@ int ff_atomic_commit(struct ff_atomic *a)
 
     if (a->opt.fsync) {
         a->step = FF_STEP_SYNC_DIR;
-        err = sync_dir(a->target, a->intr);
+        err = sync_dir(a);
         if (err)
             return err;
     }
@@ -421,10 +466,16 @@ void ff_atomic_discard(struct ff_atomic *a)
         unlink(a->temp);
         a->created = 0;
     }
+    release_step(a);
     free(a->temp);
     free(a->target);
     a->temp = a->target = NULL;
     errno = saved;
+}
+
+void ff_atomic_forget(struct ff_atomic *a)
+{
+    a->created = 0;
 }
 
 int ff_open_read(const char *path, int *fd, const struct ff_eintr *intr)
