@@ -240,7 +240,10 @@ int ff_atomic_create(struct ff_atomic *a, long pid)
 
     a->step = FF_STEP_OPEN;
     err = create_temp(a);
-    if (err == ENOENT && a->opt.mkdir) {   /* costs nothing while the directory exists */
+    /* costs nothing while the directory exists; a target that ends in "/"
+     * (a symlink to "x/") names a directory, never the file: no directory
+     * is made for a write that must fail */
+    if (err == ENOENT && a->opt.mkdir && a->target[strlen(a->target) - 1] != '/') {
         a->step = FF_STEP_MKDIR;
         a->step_mem = dir_of(a->target);
         err = a->step_mem ? mkdir_p(a) : ENOMEM;
