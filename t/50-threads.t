@@ -63,4 +63,21 @@ ok(defined $t, 'shared file holds some thread\'s last write') or diag(substr($s,
 ok(defined $t && $s eq content($t, $WRITES), 'shared file is complete');
 is_deeply([ temps_in($dir) ], [], 'no temps left');
 
+# A writer's copy in a new thread (CLONE_SKIP): an unblessed reference to
+# undef, as the POD says; the writer itself still works in its own thread.
+{
+    my $w = FastFile::Writer->new("$dir/w");
+    my $seen = threads->create(sub {
+        return join ',', ref($w), (defined $$w ? 'defined' : 'undef'),
+            (eval { $w->abort; 1 } ? 'abort ran' : 'abort died');
+    })->join;
+    is($seen, 'SCALAR,undef,abort died', "a thread's copy of a writer is an unblessed ref to undef");
+    open my $pod, '<', 'lib/FastFile/Writer.pm' or die "Writer.pm: $!";
+    my ($item) = do { local $/; <$pod> } =~ /^=item threads\n(.*?)^=item /ms;
+    like($item // '', qr/unblessed reference to\s+C<undef>/, 'the POD says what the copy is');
+    $w->print("ok\n");
+    $w->commit;
+    is(slurp("$dir/w"), "ok\n", 'the writer works in its own thread');
+}
+
 done_testing;

@@ -165,6 +165,19 @@ for my $api (qw(file_set_contents print write)) {
     is_deeply([ temps_in($d) ], [], 'NUL path: nothing created');
 }
 
+# Item 10: mkdir + follow_symlinks with a link to "x/": fails before making x.
+{
+    my $d = fresh_dir();
+    symlink 'x/', "$d/L" or die "symlink: $!";
+    my $ok = eval { file_set_contents("$d/L", 'new', { mkdir => 1, follow_symlinks => 1 }); 1 };
+    my $err = $@;
+    ok(!$ok, 'link to x/ with mkdir: fails');
+    like($err, qr/^unable to open file '\Q$d\E\/x\/\.tmp\.\d+' - \Q${\ errstr(Errno::ENOENT()) }\E\n\z/,
+         'link to x/ with mkdir: the error of the same call without mkdir');
+    ok(!-e "$d/x", 'link to x/ with mkdir: no directory x made');
+    is(readlink("$d/L"), 'x/', 'link to x/ with mkdir: the link is kept');
+}
+
 # Item 9: preserve as a non-root member of the file's group keeps the group.
 SKIP: {
     skip 'needs root to become a group member', 3 if $> != 0;
