@@ -59,6 +59,7 @@ printf "counts: files=%d tests=%d passed=%d failed=%d skipped=%d skipped_files=%
 RUN
 
 my $failures = 0;
+my %total = (passed => 0, failed => 0, skipped => 0);
 my @lines;
 printf "%-26s %-8s %-7s %-9s %7s %6s %7s %10s %5s  %s\n",
     qw(perl version threads debugging passed failed skipped files-skip secs result);
@@ -77,6 +78,8 @@ for my $p (@perls) {
     push @lines, $line;
 }
 print "matrix: ", ($failures ? "$failures perl(s) FAILED" : "all " . scalar(@perls) . " perls passed"), "\n";
+# the plain closing line CI reads: tests over all perls
+print "matrix: $total{passed} passed, $total{failed} failed, $total{skipped} skipped\n";
 exit($failures ? 1 : 0);
 
 sub run_one {
@@ -108,7 +111,9 @@ sub run_one {
     }
     my $secs = time - $t0;
     my %c = ($counts // '') =~ /(\w+)=(\S+)/g;
+    $total{$_} += $c{$_} // 0 for keys %total;
     my $pass = $ok && $counts && $c{status} eq 'PASS' && !$c{failed} && !$c{errors};
+    $total{failed}++ if !$pass && !$c{failed};   # a build that failed counts as one failure
     if (!$pass) {
         open my $lh, '<', $log;
         my @tail = $lh ? <$lh> : ();
