@@ -23,6 +23,16 @@ if dpkg-query -W -f '${Status}' libfastfile-perl 2>/dev/null | grep -q 'ok insta
     fail "libfastfile-perl is installed already: not touching it"
 fi
 
+# dpkg, waiting (up to 5 minutes) while another apt or dpkg holds its lock
+dpkg_waiting() {
+    tries=0
+    while ! dpkg "$@" >"$LOG" 2>&1; do
+        grep -q 'lock' "$LOG" && [ $tries -lt 150 ] || return 1
+        tries=$((tries + 1))
+        sleep 2
+    done
+}
+
 cd "$ROOT" || exit 1
 LOG=$(mktemp "${TMPDIR:-/tmp}/fastfile-deb.XXXXXX") || exit 1
 trap 'rm -f "$LOG"' EXIT
@@ -40,7 +50,7 @@ grep -v '^running with root privileges' "$LOG"
 echo "debcheck: dpkg -c $DEB:"
 dpkg -c "$DEB"
 
-dpkg -i "$DEB" >"$LOG" 2>&1 || { cat "$LOG" >&2; fail "dpkg -i failed"; }
+dpkg_waiting -i "$DEB" || { cat "$LOG" >&2; fail "dpkg -i failed"; }
 status=0
 # from /, so no blib/ or lib/ of this tree can be used
 (cd / && perl -MFastFile=:all -e '
@@ -49,6 +59,6 @@ status=0
 man -P cat 3pm FastFile 2>/dev/null | grep -q 'file_set_contents' \
     && echo "debcheck: man 3pm FastFile works" || { echo "debcheck: man 3pm FastFile fails" >&2; status=1; }
 (AUTOPKGTEST_TMP=$(mktemp -d) && sh debian/tests/smoke; r=$?; rm -rf "$AUTOPKGTEST_TMP"; exit $r) || status=1
-dpkg -r libfastfile-perl >"$LOG" 2>&1 || { cat "$LOG" >&2; fail "dpkg -r failed"; }
+dpkg_waiting -r libfastfile-perl || { cat "$LOG" >&2; fail "dpkg -r failed"; }
 [ $status = 0 ] || fail "the installed package does not work"
 echo "debcheck: ok (package removed again)"
