@@ -522,8 +522,9 @@ static SV *S_read_record(pTHX_ int fd, SV *path, const struct ff_eintr *intr)
     }
     if (!end)                                       /* end of file */
         end = total;
-    if (end <= begin)
+    if (end <= begin && SvOK(rs))
         return NULL;                                /* nothing: empty file */
+    /* (undef: an empty file reads as "", once, as readline gives it) */
     /* chomp: paragraph mode removes every trailing newline, a string its
      * one separator, undef and \N nothing */
     if (SvOK(rs) && !SvROK(rs)) {
