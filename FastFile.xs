@@ -819,7 +819,7 @@ static void S_writer_options(pTHX_ SV *opts, struct ff_options *opt, bool *force
 {
     SV *size_sv = NULL;
     HV *hv;
-    IV iv;
+    NV nv;
 
     Zero(opt, 1, struct ff_options);
     opt->perm = 0644;
@@ -834,9 +834,10 @@ static void S_writer_options(pTHX_ SV *opts, struct ff_options *opt, bool *force
     if (!size_sv || !SvOK(size_sv))     /* its get-magic ran in S_parse_options */
         return;
     if (SvROK(size_sv) || !looks_like_number(size_sv)
-        || (iv = SvIV_nomg(size_sv)) < 1 || (NV)iv != SvNV_nomg(size_sv))
+        || !((nv = number_arg(size_sv, "buffer_size")) >= 1 && nv <= (NV)SSize_t_MAX
+             && nv == (NV)(size_t)nv))       /* NaN fails too */
         croak("invalid value for option 'buffer_size'\n");
-    *size = (size_t)iv;
+    *size = (size_t)nv;
 }
 #define writer_options(opts, opt, force_utf8, size) \
     S_writer_options(aTHX_ opts, opt, force_utf8, size)

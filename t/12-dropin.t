@@ -204,6 +204,16 @@ SKIP: {
         ok(eval { $code->($arg); 1 }, "$name: the call works") or diag($@);
         is(looks($arg), $before, "$name: flags and JSON the same after the call ($before)");
     }
+    # option values: the caller's hash is not changed either
+    my %o = (perm => '384');
+    my $before = looks($o{perm});
+    file_set_contents($file, 'x', \%o);
+    is(looks($o{perm}), $before, "options hash perm '384': the hash value is the same after the call");
+    %o = (buffer_size => '4096', perm => '384');
+    my @before = map { looks($_) } @o{qw(buffer_size perm)};
+    FastFile::Writer->new($file, \%o)->commit;
+    is_deeply([ map { looks($_) } @o{qw(buffer_size perm)} ], \@before,
+              "Writer options buffer_size and perm '4096', '384': the hash values are the same after the call");
     unlink '42', '1.5';
     chdir '/' or die;
 }
