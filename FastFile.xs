@@ -726,8 +726,10 @@ static void S_writer_step(pTHX_ struct ff_writer *w, const char *buf, size_t n, 
     w->a.step = FF_STEP_WRITE;
     if (buf)
         err = ff_wbuf_append(&w->wb, w->a.fd, buf, n, &w->intr);
-    else if (!(err = ff_wbuf_flush(&w->wb, w->a.fd, &w->intr)))
+    else if (!(err = ff_wbuf_flush(&w->wb, w->a.fd, &w->intr))) {
+        ff_wbuf_free(&w->wb);           /* now: nothing slow after the rename */
         err = ff_atomic_commit(&w->a);
+    }
     w->intr.ctx = NULL;
     if (err)
         croak_step(&w->a, err, w->path);
