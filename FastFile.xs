@@ -342,7 +342,8 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
                 TAINT;
                 taint_proper(NULL, FSC);
             }
-            opt.perm = (mode_t)I_V(number_arg(perm, FSC));
+            opt.perm = (mode_t)(SvIOK(perm) && !SvGMAGICAL(perm) ? SvIVX(perm)   /* exact */
+                                : I_V(number_arg(perm, FSC)));
         }
         force_utf8 = force && SvTRUE_nomg(force);
     }
