@@ -134,6 +134,8 @@ sub mode_of { return (stat $_[0])[2] & 07777 }
     is($got, '0123456789', '... and uses its numeric prefix (20)');
     is_deeply(\@w, [qq{Argument "20 bytes" isn't numeric in file_get_contents at $0 line $line.\n}],
               'FATAL all: the numeric warning is given');
+    @w = warnings_of { use warnings FATAL => 'all'; no warnings 'numeric'; file_get_contents($file, '20 bytes') };
+    is_deeply(\@w, [], 'FATAL all, then no warnings "numeric": a non-numeric max is silent');
 
     my $path = "$dir/nul\0byte";
     (my $shown = $path) =~ s/\0/\\0/g;
