@@ -542,13 +542,48 @@ static SV *S_read_record(pTHX_ int fd, SV *path, const struct ff_eintr *intr)
     return line;
 }
 
+/* The first line of fd without its "\n" (the default $/, the fast path:
+ * one 8 KiB read for a short line); NULL for an empty file. */
+static SV *S_read_line(pTHX_ int fd, SV *path, const struct ff_eintr *intr)
+{
+    SV *line;
+    size_t cap = FF_LINE_BLOCK, total = 0, got;
+    int err;
+
+    line = sv_2mortal(newSV(cap));
+    for (;;) {
+        char *nl;
+
+        err = ff_read_some(fd, SvPVX(line) + total, cap - total, &got, intr);
+        if (err == EISDIR)
+            return NULL;
+        if (err)
+            croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(path));
+        if (got == 0) {
+            if (total == 0)
+                return NULL;
+            break;
+        }
+        nl = (char *)memchr(SvPVX(line) + total, '\n', got);
+        total += got;
+        if (nl) {
+            total = (size_t)(nl - SvPVX(line));  /* chomp: the line without "\n" */
+            break;
+        }
+        if (total == cap) {                      /* a long line: keep reading */
+            cap *= 2;
+            SvGROW(line, cap + 1);
+        }
+    }
+    SvCUR_set(line, total);
+    return line;
+}
+
 static SV *S_file_read_firstline(pTHX_ SV *filename)
 {
     SV *path, *line;
-    size_t cap = FF_LINE_BLOCK, total = 0, got;
     struct ff_eintr intr = { S_on_eintr, NULL };
     int fd = -1, err;
-    bool newline = FALSE;
 
     ENTER;   /* closes fd when this function returns or croaks */
     SvGETMAGIC(filename);
@@ -573,41 +608,14 @@ static SV *S_file_read_firstline(pTHX_ SV *filename)
     if (err)
         croak_errno(err, "file '%" SVf "' exists but open for reading failed - ", SVfARG(path));
 
-    if (!(SvPOK(PL_rs) && SvCUR(PL_rs) == 1 && *SvPVX(PL_rs) == '\n')) {   /* $/ not "\n" */
-        line = S_read_record(aTHX_ fd, path, &intr);
-        total = line ? SvCUR(line) : 0;
-        newline = TRUE;
-    } else {
-        line = sv_2mortal(newSV(cap));
-        for (;;) {
-            char *nl;
-
-            err = ff_read_some(fd, SvPVX(line) + total, cap - total, &got, &intr);
-            if (err == EISDIR) {     /* a directory: the reference reads nothing */
-                line = NULL;
-                break;
-            }
-            if (err)
-                croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(path));
-            if (got == 0)
-                break;
-            nl = (char *)memchr(SvPVX(line) + total, '\n', got);
-            total += got;
-            if (nl) {
-                total = (size_t)(nl - SvPVX(line));  /* chomp: the line without "\n" */
-                newline = TRUE;
-                break;
-            }
-            if (total == cap) {                      /* a long line: keep reading */
-                cap *= 2;
-                SvGROW(line, cap + 1);
-            }
-        }
-    }
+    /* NULL: an empty file, or a directory (the reference reads nothing
+     * from it; $! stays EISDIR) */
+    line = SvPOK(PL_rs) && SvCUR(PL_rs) == 1 && *SvPVX(PL_rs) == '\n'
+               ? S_read_line(aTHX_ fd, path, &intr)
+               : S_read_record(aTHX_ fd, path, &intr);
     LEAVE;
-    if (!line || (total == 0 && !newline))
-        return &PL_sv_undef;                     /* empty file, directory ($! EISDIR) */
-    SvCUR_set(line, total);
+    if (!line)
+        return &PL_sv_undef;
     *SvEND(line) = '\0';
     SvPOK_only(line);
     if (TAINTING_get)
