@@ -4,6 +4,12 @@
  * needed to replace a file atomically, so nothing else is done (no fstat,
  * lseek, fcntl). Options add only the syscalls they need.
  */
+/* Our own feature macros, whatever perl's ccflags hold (only threaded perls
+ * pass -D_GNU_SOURCE): renameat2 and RENAME_NOREPLACE are GNU extensions. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
 #include "ff_io.h"
 
 #include <errno.h>
@@ -15,6 +21,30 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/random.h>
+#include <sys/uio.h>
+#include <sys/syscall.h>
+
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE (1 << 0)   /* the kernel's value (linux/fs.h) */
+#endif
+
+/* glibc declares renameat2 from 2.28 on; older builds ask the kernel
+ * directly, and without even a syscall number it is ENOSYS, which makes
+ * noclobber fall back to link(2). FF_NO_RENAMEAT2 builds as on such a libc. */
+#if defined(__GLIBC__) && __GLIBC_PREREQ(2, 28) && !defined(FF_NO_RENAMEAT2)
+#define rename_exclusive(from, to) renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE)
+#elif defined(SYS_renameat2) && !defined(FF_NO_RENAMEAT2_SYSCALL)
+#define rename_exclusive(from, to) \
+    ((int)syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE))
+#else
+static int rename_exclusive(const char *from, const char *to)
+{
+    (void)from;
+    (void)to;
+    errno = ENOSYS;
+    return -1;
+}
+#endif
 
 #define FF_TEMP_FLAGS (O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC)
 
@@ -129,13 +159,14 @@ static void release_step(struct ff_atomic *a)
     a->step_mem = NULL;
 }
 
-int ff_atomic_unchanged(struct ff_atomic *a, const char *buf, size_t len)
+int ff_atomic_unchanged(struct ff_atomic *a, const char *buf, size_t len, const char *tail,
+                        size_t tail_len)
 {
     struct stat st;
-    size_t got;
+    size_t got, total = len + tail_len;
     int err, same;
 
-    if (!a->have_old || (size_t)a->old.st_size != len)
+    if (!a->have_old || (size_t)a->old.st_size != total)
         return 0;
     /* Whatever is there now, not what lstat saw: O_NONBLOCK so that a FIFO
      * swapped in cannot block the open, O_NOFOLLOW so that a symlink cannot
@@ -145,11 +176,12 @@ int ff_atomic_unchanged(struct ff_atomic *a, const char *buf, size_t len)
                a->step_fd = open(a->target, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW));
     if (err)
         return 0;
-    /* len + 1: a file that grew since fstat is not the same */
-    same = fstat(a->step_fd, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size == len
-           && (a->step_mem = malloc(len + 1)) != NULL
-           && !ff_read_full(a->step_fd, a->step_mem, len + 1, &got, a->intr) && got == len
-           && memcmp(a->step_mem, buf, len) == 0;
+    /* total + 1: a file that grew since fstat is not the same */
+    same = fstat(a->step_fd, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size == total
+           && (a->step_mem = malloc(total + 1)) != NULL
+           && !ff_read_full(a->step_fd, a->step_mem, total + 1, &got, a->intr) && got == total
+           && memcmp(a->step_mem, buf, len) == 0
+           && memcmp(a->step_mem + len, tail, tail_len) == 0;
     release_step(a);
     return same;
 }
@@ -299,6 +331,42 @@ int ff_write_all(int fd, const char *buf, size_t len, const struct ff_eintr *int
     return 0;
 }
 
+int ff_write_tail_all(int fd, const char *buf, size_t len, const char *tail, size_t tail_len,
+                      const struct ff_eintr *intr)
+{
+    struct iovec iov[2];
+    ssize_t n;
+    int err;
+
+    if (len == 0 || tail_len == 0)
+        return len ? ff_write_all(fd, buf, len, intr) : ff_write_all(fd, tail, tail_len, intr);
+    iov[0].iov_base = (void *)buf;
+    iov[0].iov_len = len;
+    iov[1].iov_base = (void *)tail;
+    iov[1].iov_len = tail_len;
+    while ((n = writev(fd, iov, 2)) < 0) {
+        if (errno != EINTR)
+            return errno;
+        interrupted(intr);
+    }
+    if (n == 0)
+        return ENOSPC;
+    if ((size_t)n >= len) {         /* the data is out, the tail maybe in part */
+        n -= (ssize_t)len;
+        tail += n;
+        tail_len -= (size_t)n;
+        len = 0;
+    } else {
+        buf += n;
+        len -= (size_t)n;
+    }
+    if (len + tail_len == 0)
+        return 0;
+    interrupted(intr);              /* short: as in ff_write_all */
+    err = ff_write_all(fd, buf, len, intr);
+    return err ? err : ff_write_all(fd, tail, tail_len, intr);
+}
+
 /* The writer's buffer starts at this and doubles up to its size. */
 #define FF_WBUF_FIRST_CAP 8192
 
@@ -376,7 +444,7 @@ static int rename_noreplace(struct ff_atomic *a)
 {
     int err;
 
-    FF_SYSCALL(err, a->intr, renameat2(AT_FDCWD, a->temp, AT_FDCWD, a->target, RENAME_NOREPLACE));
+    FF_SYSCALL(err, a->intr, rename_exclusive(a->temp, a->target));
     if (err != EINVAL && err != ENOSYS && err != EOPNOTSUPP)
         return err;
     FF_SYSCALL(err, a->intr, link(a->temp, a->target));
@@ -437,6 +505,10 @@ int ff_atomic_commit(struct ff_atomic *a)
     a->fd = -1;
     if (err)
         return err;
+    /* A signal that came during the write (a disk write is not interrupted:
+     * the handler is only pending) is handled now, while the target is
+     * still the old one: an alarm handler that dies leaves it untouched. */
+    interrupted(a->intr);
 
     a->step = FF_STEP_RENAME;
     if (a->opt.noclobber)
