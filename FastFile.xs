@@ -773,3 +773,5 @@ file_read_firstline(SV *filename)
     XPUSHs(line);
 
 INCLUDE: Writer.xsh
+
+INCLUDE: Batch.xsh

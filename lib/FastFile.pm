@@ -7,7 +7,8 @@ our $VERSION = '0.01';
 
 use Exporter 5.57 'import';
 our @EXPORT      = qw(file_set_contents);
-our @EXPORT_OK   = qw(file_set_contents file_get_contents file_read_firstline atomic_writer);
+our @EXPORT_OK   = qw(file_set_contents file_set_contents_many file_get_contents
+                      file_read_firstline atomic_writer);
 our %EXPORT_TAGS = (all => \@EXPORT_OK);
 
 require XSLoader;
