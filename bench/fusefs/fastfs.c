@@ -673,6 +673,8 @@ static int ctl_snapshot(struct handle *h)
 	KV(unlink_requests); KV(truncate_requests); KV(faults_injected);
 	KV(interrupted); KV(fsyncdir_requests); KV(requests); KV(crashes);
 #undef KV
+	/* 1 while a crashpoint waits for its request */
+	fprintf(f, "crashpoint_pending %d\n", crash_at && !crash_image);
 	fprintf(f, "rules %d\nmax_write %u\nwrite_sizes ", nrules, max_write_seen);
 	first = nsizes > NSIZES ? nsizes - NSIZES : 0;
 	for (unsigned long long i = first; i < nsizes; i++)
