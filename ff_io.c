@@ -4,6 +4,12 @@
  * needed to replace a file atomically, so nothing else is done (no fstat,
  * lseek, fcntl). Options add only the syscalls they need.
  */
+/* Our own feature macros, whatever perl's ccflags hold (only threaded perls
+ * pass -D_GNU_SOURCE): renameat2 and RENAME_NOREPLACE are GNU extensions. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
 #include "ff_io.h"
 
 #include <errno.h>
@@ -15,6 +21,29 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/random.h>
+#include <sys/syscall.h>
+
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE (1 << 0)   /* the kernel's value (linux/fs.h) */
+#endif
+
+/* glibc declares renameat2 from 2.28 on; older builds ask the kernel
+ * directly, and without even a syscall number it is ENOSYS, which makes
+ * noclobber fall back to link(2). FF_NO_RENAMEAT2 builds as on such a libc. */
+#if defined(__GLIBC__) && __GLIBC_PREREQ(2, 28) && !defined(FF_NO_RENAMEAT2)
+#define rename_exclusive(from, to) renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE)
+#elif defined(SYS_renameat2) && !defined(FF_NO_RENAMEAT2_SYSCALL)
+#define rename_exclusive(from, to) \
+    ((int)syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE))
+#else
+static int rename_exclusive(const char *from, const char *to)
+{
+    (void)from;
+    (void)to;
+    errno = ENOSYS;
+    return -1;
+}
+#endif
 
 #define FF_TEMP_FLAGS (O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC)
 
@@ -337,7 +366,7 @@ static int rename_noreplace(struct ff_atomic *a)
 {
     int err;
 
-    FF_SYSCALL(err, a->intr, renameat2(AT_FDCWD, a->temp, AT_FDCWD, a->target, RENAME_NOREPLACE));
+    FF_SYSCALL(err, a->intr, rename_exclusive(a->temp, a->target));
     if (err != EINVAL && err != ENOSYS && err != EOPNOTSUPP)
         return err;
     FF_SYSCALL(err, a->intr, link(a->temp, a->target));

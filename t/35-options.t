@@ -42,6 +42,9 @@ sub newdir {
 # every leftover temp file ("<name>.tmp.<pid>[.<random>]") below the dirs
 sub temps_in {
     my @t;
+    # a name passed where a directory belongs would make this check nothing
+    -d $_ or die "temps_in: '$_' is not a directory\n" for @_;
+    @_ or die "temps_in: no directory given\n";
     File::Find::find({ no_chdir => 1,
                        wanted => sub { push @t, $File::Find::name if /\.tmp\.\d+/ } }, @_);
     return @t;
@@ -927,7 +930,7 @@ subtest 'noclobber wins over if_changed' => sub {
     is($err, "close (rename) atomic file '$d/f' failed: " . errstr(EEXIST) . "\n", 'EEXIST text');
     is($errno, EEXIST, '$! is EEXIST');
     is(slurp("$d/f"), 'same', 'target untouched');
-    no_temps($d);
+    no_temps('noclobber + if_changed', $d);
 };
 
 subtest 'noclobber + mkdir' => sub {

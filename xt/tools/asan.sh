@@ -9,6 +9,8 @@
 # any child it starts) goes to a log file; any log file fails the run.
 #
 # Environment:
+#   PERL         the perl to build and test with (make asan: the one that ran
+#                Makefile.PL); its own App::Prove runs the tests
 #   ASAN_TESTS   test files to run (default: t/*.t)
 #   ASAN_KEEP=1  keep the temporary build directory
 #   ASAN_JOBS    prove -j value (default 2)
@@ -70,7 +72,8 @@ LD_PRELOAD="$LIBASAN" \
 ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:detect_stack_use_after_return=1:strict_string_checks=1:check_initialization_order=1:log_path=$REPORTS/asan" \
 UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$REPORTS/ubsan" \
 FASTFILE_SANITIZED=1 \
-    prove -b -j"${ASAN_JOBS:-2}" $TESTS || status=1
+    "$PERL" -MApp::Prove -e 'my $p = App::Prove->new; $p->process_args(@ARGV); exit($p->run ? 0 : 1)' \
+        -- -b -j"${ASAN_JOBS:-2}" $TESTS || status=1
 
 reports=$(ls "$REPORTS")
 if [ -n "$reports" ]; then

@@ -16,6 +16,8 @@
 # is not ours to check); forked children are, each in its own log.
 #
 # Environment:
+#   PERL             the perl to test with (make leakcheck: the one that ran
+#                    Makefile.PL, whose build is in blib)
 #   LEAKCHECK_TESTS  test files to run instead of t/*.t
 #   LEAKCHECK_KEEP=1 keep the valgrind logs (their directory is printed)
 #   LEAKCHECK_JOBS   tests run in parallel (default: number of CPUs)

@@ -1,0 +1,44 @@
+use strict;
+use warnings;
+
+# The perl-free C core (ff_*.c) must compile with only the feature macros it
+# defines itself. perl's ccflags differ between builds (only threaded perls
+# pass -D_GNU_SOURCE), so a core that leans on them compiles on one perl and
+# not on another. Compiled here in strict ISO mode, where the libc declares
+# nothing beyond ISO C unless the file asks for it, with implicit
+# declarations as errors; also as on a libc without renameat2.
+
+use Test::More;
+use Config;
+use File::Temp ();
+
+BEGIN { $SIG{__WARN__} = sub { fail("unexpected warning: $_[0]") } }
+
+plan skip_all => 'needs a gcc-compatible compiler (gccversion)' unless $Config{gccversion};
+my @sources = sort glob('ff_*.c');
+plan skip_all => 'no ff_*.c here (run from the distribution root)' unless @sources;
+
+my $dir = File::Temp::tempdir('ffcore-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+my $cc  = $Config{cc};
+my @strict = qw(-Werror=implicit-function-declaration -Werror=implicit-int
+                -Werror=int-conversion -Wall -Wextra -U_GNU_SOURCE);
+
+my @modes = (
+    [ 'ISO C99'                                   => '-std=c99' ],
+    [ 'ISO C11'                                   => '-std=c11' ],
+    [ "the compiler's default"                    => () ],
+    [ 'libc without renameat2 (raw syscall)'      => qw(-std=c99 -DFF_NO_RENAMEAT2) ],
+    [ 'libc and headers without renameat2'        => qw(-std=c99 -DFF_NO_RENAMEAT2 -DFF_NO_RENAMEAT2_SYSCALL) ],
+);
+
+for my $src (@sources) {
+    for my $mode (@modes) {
+        my ($name, @flags) = @$mode;
+        (my $obj = "$dir/$src") =~ s/\.c\z/.o/;
+        my $out = `$cc @flags @strict -c -o $obj $src 2>&1`;
+        is($?, 0, "$src compiles: $name") or diag($out);
+        is($out, '', "$src: no diagnostics: $name");
+    }
+}
+
+done_testing;
