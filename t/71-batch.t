@@ -129,6 +129,15 @@ check_error('undefined file name', sub { file_set_contents_many(["$dir/x" => 1, 
     is($arr->[1], 'keep!', '... and can be changed');
 }
 
+# --- taint: a tainted name croaks as open would, before anything is written ---
+{
+    my @inc = map { "-I$_" } grep { m{blib} } @INC;
+    my $out = `$^X -T @inc -MFastFile=file_set_contents_many -e 'eval { file_set_contents_many(["\$ARGV[0]" => 1]) }; print \$@' $dir/tainted 2>&1`;
+    like($out, qr/^Insecure dependency in file_set_contents_many while running with -T switch/,
+         'a tainted file name croaks under -T');
+    ok(!-e "$dir/tainted", '... and nothing is written');
+}
+
 # --- checked before anything is renamed ---
 spew("$dir/t1", 'old1');
 spew("$dir/t2", 'old2');
