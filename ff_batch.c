@@ -72,11 +72,14 @@ int ff_batch_add(struct ff_batch *b, const char *path, const char *buf, size_t l
     return err;
 }
 
-static const char *leaf_of(const char *path)
+static size_t leaf_at(const char *path)
 {
     const char *slash = strrchr(path, '/');
-    return slash ? slash + 1 : path;
+    return slash ? (size_t)(slash + 1 - path) : 0;
 }
+
+#define LEAF(f) ((f)->a.target + (f)->leaf)
+#define TEMP_LEAF(f) ((f)->a.temp + (f)->leaf)
 
 static int stat_dir(struct ff_batch_dir *d)
 {
@@ -96,13 +99,18 @@ static int stat_dir(struct ff_batch_dir *d)
  * name; two names of one directory share the first one's fd. */
 static int open_dir(struct ff_batch *b, size_t i)
 {
-    struct ff_atomic *a = &b->files[i].a;
+    struct ff_batch_file *f = &b->files[i];
+    struct ff_atomic *a = &f->a;
     struct ff_batch_dir *d;
-    char *path = ff_dir_of(a->target);
+    char *path;
     size_t k;
     int err;
 
-    if (!path)
+    if (i > 0 && f[-1].leaf == f->leaf && memcmp(f[-1].a.target, a->target, f->leaf) == 0) {
+        f->dir = f[-1].dir;         /* the usual case: as the file before */
+        return 0;
+    }
+    if (!(path = ff_dir_of(a->target)))
         return ENOMEM;
     for (k = 0; k < b->ndirs; k++)
         if (strcmp(b->dirs[k].path, path) == 0) {
@@ -162,7 +170,7 @@ static int open_dir(struct ff_batch *b, size_t i)
 static int look_at_target(struct ff_batch *b, size_t i)
 {
     struct ff_atomic *a = &b->files[i].a;
-    const char *leaf = leaf_of(a->target);
+    const char *leaf = LEAF(&b->files[i]);
     struct stat st;
     int err;
 
@@ -198,7 +206,7 @@ static int cmp_key(const void *x, const void *y)
     const struct ff_key *p = x, *q = y;
     if (p->f->dir != q->f->dir)
         return p->f->dir < q->f->dir ? -1 : 1;
-    int c = strcmp(leaf_of(p->f->a.target), leaf_of(q->f->a.target));
+    int c = strcmp(LEAF(p->f), LEAF(q->f));
     return c ? c : p->i < q->i ? -1 : p->i > q->i;
 }
 
@@ -220,7 +228,7 @@ static int find_duplicate(struct ff_batch *b)
     qsort(keys, b->n, sizeof *keys, cmp_key);
     for (i = 1; i < b->n; i++)
         if (keys[i].f->dir == keys[i - 1].f->dir
-            && strcmp(leaf_of(keys[i].f->a.target), leaf_of(keys[i - 1].f->a.target)) == 0)
+            && strcmp(LEAF(keys[i].f), LEAF(keys[i - 1].f)) == 0)
             break;
     if (i < b->n) {
         b->dup_first = keys[i - 1].i;
@@ -230,13 +238,17 @@ static int find_duplicate(struct ff_batch *b)
     return i < b->n ? EINVAL : 0;
 }
 
-/* The temp's name: "<target>.tmp.<pid>", room left for a random suffix. */
-static int name_temp(struct ff_atomic *a, long pid)
+/* The temp's name: "<target>" + suffix (".tmp.<pid>", made once per
+ * batch), room left for a random suffix. */
+static int name_temp(struct ff_batch_file *f, const char *suffix, size_t suffix_len)
 {
-    a->temp = malloc(strlen(a->target) + sizeof ".tmp." + 3 * sizeof(long) + FF_TEMP_SUFFIX_MAX);
-    if (!a->temp)
+    size_t len = strlen(f->a.target);
+
+    f->leaf = leaf_at(f->a.target);
+    if (!(f->a.temp = malloc(len + suffix_len + FF_TEMP_SUFFIX_MAX)))
         return ENOMEM;
-    sprintf(a->temp, "%s.tmp.%ld", a->target, pid);
+    memcpy(f->a.temp, f->a.target, len);
+    memcpy(f->a.temp + len, suffix, suffix_len + 1);
     return 0;
 }
 
@@ -250,10 +262,10 @@ static int create_temp(struct ff_batch *b, size_t i)
     int err, tries;
 
     a->step = FF_STEP_OPEN;
-    FF_SYSCALL(err, b->intr, a->fd = openat(dirfd, leaf_of(a->temp), FF_TEMP_FLAGS, b->opt.perm));
+    FF_SYSCALL(err, b->intr, a->fd = openat(dirfd, TEMP_LEAF(&b->files[i]), FF_TEMP_FLAGS, b->opt.perm));
     for (tries = 0; err == EEXIST && tries < FF_TEMP_TRIES; tries++) {
         snprintf(a->temp + base_len, FF_TEMP_SUFFIX_MAX, ".%016llx", ff_random_bits());
-        FF_SYSCALL(err, b->intr, a->fd = openat(dirfd, leaf_of(a->temp), FF_TEMP_FLAGS, b->opt.perm));
+        FF_SYSCALL(err, b->intr, a->fd = openat(dirfd, TEMP_LEAF(&b->files[i]), FF_TEMP_FLAGS, b->opt.perm));
     }
     if (err) {
         a->fd = -1;
@@ -347,7 +359,7 @@ static int rename_all(struct ff_batch *b)
         if (b->opt.noclobber)
             err = ff_atomic_rename_noreplace(a);
         else
-            FF_SYSCALL(err, b->intr, renameat(d->fd, leaf_of(a->temp), d->fd, leaf_of(a->target)));
+            FF_SYSCALL(err, b->intr, renameat(d->fd, TEMP_LEAF(f), d->fd, LEAF(f)));
         if (err) {
             b->failed = i;
             b->renamed = i;
@@ -386,6 +398,8 @@ static int sync_dirs(struct ff_batch *b)
 int ff_batch_commit(struct ff_batch *b, long pid)
 {
     size_t i, group = 0;
+    char suffix[sizeof ".tmp." + 3 * sizeof(long)];
+    size_t suffix_len = (size_t)snprintf(suffix, sizeof suffix, ".tmp.%ld", pid);
     int err;
 
     /* 1. look: directories, targets, duplicates; name the temps */
@@ -393,7 +407,7 @@ int ff_batch_commit(struct ff_batch *b, long pid)
         struct ff_atomic *a = &b->files[i].a;
 
         b->failed = i;
-        if ((err = ff_atomic_prepare(a)) || (err = name_temp(a, pid))
+        if ((err = ff_atomic_prepare(a)) || (err = name_temp(&b->files[i], suffix, suffix_len))
             || (err = open_dir(b, i)) || (err = look_at_target(b, i)))
             return err;
     }

@@ -22,6 +22,8 @@ struct ff_batch_file {
     const char *buf;        /* the bytes to write */
     size_t len;
     size_t dir;             /* index of its directory in dirs */
+    size_t leaf;            /* where the last component starts, in a.target
+                             * and a.temp alike (temp = target + suffix) */
     int unchanged;          /* if_changed: the target already holds buf */
 };
 
