@@ -72,6 +72,35 @@ int ff_batch_add(struct ff_batch *b, const char *path, const char *buf, size_t l
     return err;
 }
 
+/* mkdir -p of dir (mode 0777 & ~umask; another creator winning is fine),
+ * remembering each directory it made, parents first. */
+static int make_dirs(struct ff_batch *b, const char *dir, size_t file)
+{
+    struct ff_batch_made *made;
+    char *parent;
+    int err;
+
+    FF_SYSCALL(err, b->intr, mkdir(dir, 0777));
+    if (err == ENOENT) {
+        if (!(parent = ff_dir_of(dir)))
+            return ENOMEM;
+        err = strcmp(parent, dir) ? make_dirs(b, parent, file) : ENOENT;
+        free(parent);
+        if (err)
+            return err;
+        FF_SYSCALL(err, b->intr, mkdir(dir, 0777));
+    }
+    if (err)
+        return err == EEXIST ? 0 : err;
+    if (!(made = realloc(b->made, (b->nmade + 1) * sizeof *made)))
+        return ENOMEM;
+    b->made = made;
+    if (!(made[b->nmade].path = strdup(dir)))
+        return ENOMEM;
+    made[b->nmade++].file = file;
+    return 0;
+}
+
 static size_t leaf_at(const char *path)
 {
     const char *slash = strrchr(path, '/');
@@ -136,7 +165,7 @@ static int open_dir(struct ff_batch *b, size_t i)
     FF_SYSCALL(err, b->intr, d->fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (err == ENOENT && b->opt.mkdir) {
         a->step = FF_STEP_MKDIR;
-        if ((err = ff_mkdir_p(path, b->intr)))
+        if ((err = make_dirs(b, path, i)))
             return err;
         a->step = FF_STEP_OPEN;
         FF_SYSCALL(err, b->intr, d->fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -374,12 +403,31 @@ static int rename_all(struct ff_batch *b)
     return 0;
 }
 
-/* fsync each directory a file was renamed into, once. */
+/* fsync each directory a file was renamed into, once, and the parent of
+ * each directory the batch made. */
 static int sync_dirs(struct ff_batch *b)
 {
     size_t k;
     int err;
 
+    for (k = 0; k < b->nmade; k++) {
+        char *parent = ff_dir_of(b->made[k].path);
+        int fd = -1;
+
+        err = parent ? 0 : ENOMEM;
+        if (!err)
+            FF_SYSCALL(err, b->intr, fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        free(parent);
+        if (!err) {
+            FF_SYSCALL(err, b->intr, fsync(fd));
+            close(fd);
+        }
+        if (err && !FF_CANNOT_SYNC(err)) {
+            b->failed = b->made[k].file;
+            b->files[b->failed].a.step = FF_STEP_SYNC_DIR;
+            return err;
+        }
+    }
     for (k = 0; k < b->ndirs; k++) {
         struct ff_batch_dir *d = &b->dirs[k];
 
@@ -456,10 +504,14 @@ void ff_batch_discard(struct ff_batch *b)
             close(b->dirs[i].fd);
         free(b->dirs[i].path);
     }
+    for (i = 0; i < b->nmade; i++)
+        free(b->made[i].path);
     free(b->files);
     free(b->dirs);
+    free(b->made);
     b->files = NULL;
     b->dirs = NULL;
-    b->n = b->cap = b->ndirs = 0;
+    b->made = NULL;
+    b->n = b->cap = b->ndirs = b->nmade = 0;
     errno = saved;
 }

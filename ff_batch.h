@@ -39,6 +39,13 @@ struct ff_batch_dir {
     size_t last_file;       /* the last file renamed into it (for messages) */
 };
 
+/* A directory the mkdir option created: with fsync, its parent is synced
+ * too, or the new directory (and all in it) could vanish in a crash. */
+struct ff_batch_made {
+    char *path;
+    size_t file;            /* the file that needed it (for messages) */
+};
+
 struct ff_batch {
     struct ff_options opt;
     const struct ff_eintr *intr;
@@ -47,6 +54,8 @@ struct ff_batch {
     size_t cap;
     struct ff_batch_dir *dirs;
     size_t ndirs;
+    struct ff_batch_made *made;  /* parents first */
+    size_t nmade;
     size_t failed;          /* the file whose step failed: files[failed].a.step */
     size_t renamed;         /* after a rename failed: files[0..renamed) are
                              * replaced (those not unchanged) */

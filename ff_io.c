@@ -514,11 +514,6 @@ char *ff_dir_of(const char *path)
     return dir_of(path);
 }
 
-int ff_mkdir_p(const char *dir, const struct ff_eintr *intr)
-{
-    return mkdir_p(dir, intr);
-}
-
 int ff_atomic_preserve(struct ff_atomic *a)
 {
     return preserve_old(a);

@@ -147,8 +147,6 @@ void ff_close_read(int fd);
 
 /* The directory part of path as a new string ("." when there is none). */
 char *ff_dir_of(const char *path);
-/* mkdir -p with mode 0777 & ~umask; an existing directory is fine. */
-int ff_mkdir_p(const char *dir, const struct ff_eintr *intr);
 /* preserve: owner, then mode, of a->old onto the open temp. */
 int ff_atomic_preserve(struct ff_atomic *a);
 /* noclobber: rename a->temp to a->target without replacing anything. */

@@ -180,5 +180,27 @@ for my $case (['batch', sub { file_set_contents_many([@batch]) }],
     unlink "$root/other";
 }
 
+# 5. mkdir with fsync: the new directories are durable too (their parents
+#    are synced), at every point old (absent) or new
+{
+    my @deep = ("$root/new1/x", "$root/new1/deeper/y", "$root/a");
+    my $bad = 0;
+    my ($points) = crash_points(
+        sub { file_set_contents_many([ map { ($_ => "made $_") } @deep ], { mkdir => 1, fsync => 1 }) },
+        sub {
+            my ($state, $temps, $n, $after) = @_;
+            my @wrong = grep {
+                my $v = -e $_ ? file_get_contents($_) : undef;
+                $after ? !defined $v || $v ne "made $_"
+                       : defined $v && $v ne "made $_" && !($_ eq "$root/a" && $v eq $OLD{$_});
+            } @deep;
+            $bad++ if @wrong;
+            diag "mkdir + fsync, point $n: wrong: @{[map short($_), @wrong]}" if @wrong;
+            system('rm', '-rf', "$root/new1");
+        });
+    is $bad, 0, "batch with mkdir and fsync: old-or-new at all $points points, "
+        . 'new directories and files durable after the return';
+}
+
 diag "crash points tested in all: $TOTAL_POINTS";
 done_testing;
