@@ -252,8 +252,10 @@ C<file_set_contents>'s.
 
 =item 5.
 
-With C<< fsync => 1 >>: each distinct directory is fsynced once. When the
-call returns, every file is durable.
+With C<< fsync => 1 >>: each distinct directory is fsynced once, and with
+C<mkdir> also the parent of each directory the call made (else a crash could
+lose the new directory with everything in it). When the call returns, every
+file is durable.
 
 =back
 
