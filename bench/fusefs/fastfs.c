@@ -711,6 +711,10 @@ static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	/* the high-level API gives each hard link its own kernel inode, so
 	 * cached attributes could go stale; GETATTRs are not what we count */
 	cfg->attr_timeout = 0;
+	/* and names are looked up afresh: after a "crash" the kernel must
+	 * not remember entries the tree no longer has */
+	cfg->entry_timeout = 0;
+	cfg->negative_timeout = 0;
 	cfg->nullpath_ok = 0;   /* we want paths (for rules) whenever known */
 	cfg->direct_io = opts.direct_io;
 	cfg->intr = opts.intr;  /* see main() for the signal handler */
