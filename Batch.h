@@ -73,7 +73,7 @@ static IV S_file_set_contents_many(pTHX_ SV *list, SV *opts)
     struct ff_batch batch, *b = &batch;   /* this frame outlives its LEAVE */
     struct ff_eintr intr = { S_on_eintr, NULL };  /* the data is held read-only */
     bool force_utf8 = FALSE;
-    SV **paths;
+    SV **paths, *ors_owner = NULL;
     AV *av;
     SSize_t npairs, i;
     IV pid, written;
@@ -104,6 +104,13 @@ static IV S_file_set_contents_many(pTHX_ SV *list, SV *opts)
     SAVEDESTRUCTOR_X(S_batch_discard, b);
     if (err)
         croak_errno(err, FSCM ": ");
+    /* $\ after each file's data, as file_set_contents appends it. Held: a
+     * handler that sets $\ frees the old one. */
+    if (!force_utf8 && PL_ors_sv && SvOK(PL_ors_sv)) {
+        b->tail = S_payload(aTHX_ PL_ors_sv, FALSE, &b->tail_len, &ors_owner, FSCM);
+        if (ors_owner)
+            SAVEFREESV(SvREFCNT_inc_simple_NN(ors_owner));
+    }
     Newx(paths, npairs ? npairs : 1, SV *);
     SAVEFREEPV(paths);
     for (i = 0; i < npairs; i++) {
@@ -122,7 +129,7 @@ static IV S_file_set_contents_many(pTHX_ SV *list, SV *opts)
             SvGETMAGIC(*data);
         buf = S_payload(aTHX_ data ? *data : NULL, force_utf8, &len, &owner, FSCM);
         S_batch_hold(aTHX_ owner);
-        if (!IS_SAFE_PATHNAME(SvPVX(paths[i]), SvCUR(paths[i]), FSCM))   /* ENOENT, like open */
+        if (!safe_path(paths[i], FSCM))   /* ENOENT, like open */
             croak_errno(errno, "unable to open file '%" SVf ".tmp.%" IVdf "' - ",
                         SVfARG(paths[i]), pid);
         err = ff_batch_add(b, SvPVX(paths[i]), buf, len);

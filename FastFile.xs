@@ -31,11 +31,90 @@ static void S_croak_errno(pTHX_ int err, const char *fmt, ...)
     croak_sv(msg);
 }
 
+/* A warning in category cat (packWARN) when the caller's lexical warnings
+ * enable it (by default too, with dflt), but never fatal: a caller's
+ * `use warnings FATAL => ...` must not abort a write, as the reference's
+ * warnings come from its own scope. Worded and delivered like perl's own
+ * (" at FILE line N.", $SIG{__WARN__}). */
+static void S_warn_soft(pTHX_ U32 cat, bool dflt, const char *fmt, ...)
+    __attribute__format__(__printf__, pTHX_3, pTHX_4);
+#define warn_soft(cat, dflt, ...) S_warn_soft(aTHX_ cat, dflt, __VA_ARGS__)
+
+static void S_warn_soft(pTHX_ U32 cat, bool dflt, const char *fmt, ...)
+{
+    va_list args;
+    SV *msg;
+
+    if (!(dflt ? ckWARN_d(cat) : ckWARN(cat)))
+        return;
+    va_start(args, fmt);
+    msg = vmess(fmt, &args);
+    va_end(args);
+    warn_sv(msg);    /* unlike Perl_warner, never dies for FATAL */
+}
+
+/* sv itself when it has a string form, else a mortal copy of it to be
+ * stringified: perl caches a number's (or a tied value's) string form in
+ * the SV, and the caller's scalar must keep its type (JSON encoders look at
+ * its flags). Its get-magic has run. */
+static SV *S_stringable(pTHX_ SV *sv)
+{
+    SV *copy;
+
+    if (SvPOKp(sv))
+        return sv;
+    copy = sv_newmortal();
+    sv_setsv_nomg(copy, sv);
+    return copy;
+}
+#define stringable(sv) S_stringable(aTHX_ sv)
+
+/* sv as a number, as perl numifies it (overloading too), without caching
+ * a number in the caller's scalar (a string perm '384' stays a string).
+ * A string that is no number warns, never fatally, and counts as its
+ * numeric prefix, as in perl. Its get-magic has run. */
+static NV S_number_arg(pTHX_ SV *sv, const char *op)
+{
+    SV *copy;
+    const char *pv;
+    STRLEN len;
+
+    if (!SvGMAGICAL(sv) && SvNOK(sv))
+        return SvNVX(sv);
+    if (!SvGMAGICAL(sv) && SvIOK(sv))
+        return SvIsUV(sv) ? (NV)SvUVX(sv) : (NV)SvIVX(sv);
+    copy = sv_newmortal();
+    sv_setsv_nomg(copy, sv);
+    if (SvROK(copy) || looks_like_number(copy))
+        return SvNV_nomg(copy);
+    pv = SvPV_nomg_const(copy, len);
+    warn_soft(packWARN(WARN_NUMERIC), FALSE, "Argument \"%" SVf "\" isn't numeric in %s",
+              SVfARG(copy), op);
+    return Atof(pv);
+}
+#define number_arg(sv, op) S_number_arg(aTHX_ sv, op)
+
+/* perl's IS_SAFE_PATHNAME, with a warning that is never fatal: FALSE (and
+ * errno ENOENT, as open gives) for a path with a NUL byte. */
+static bool S_safe_path(pTHX_ SV *path, const char *op)
+{
+    const char *pv = SvPVX(path), *nul = (const char *)memchr(pv, '\0', SvCUR(path));
+
+    if (!nul)
+        return TRUE;
+    SETERRNO(ENOENT, LIB_INVARG);
+    warn_soft(packWARN(WARN_SYSCALLS), FALSE, "Invalid \\0 character in %s for %s: %s\\0%s",
+              "pathname", op, pv, nul + 1);
+    return FALSE;
+}
+#define safe_path(path, op) S_safe_path(aTHX_ path, op)
+
 /* The bytes file_set_contents writes for data (the table in the contract).
- * Returns a pointer into data's own buffer unless new bytes are needed; a
- * converted copy is freed when the caller's scope is left. *owner is set to
- * the SV whose buffer is returned, so it can be protected while signal
- * handlers run. op names the function in warnings. */
+ * Returns a pointer into data's own buffer (or its copy's, see stringable)
+ * unless new bytes are needed; a converted copy is freed when the caller's
+ * scope is left. *owner is set to the SV whose buffer is returned, so it
+ * can be protected while signal handlers run. op names the function in
+ * warnings. */
 static const char *S_payload(pTHX_ SV *data, bool force_utf8, STRLEN *len, SV **owner,
                              const char *op)
 {
@@ -43,10 +122,11 @@ static const char *S_payload(pTHX_ SV *data, bool force_utf8, STRLEN *len, SV **
 
     *owner = NULL;
     if (!data || !SvOK(data)) {
-        Perl_ck_warner(aTHX_ packWARN(WARN_UNINITIALIZED), "Use of uninitialized value in %s", op);
+        warn_soft(packWARN(WARN_UNINITIALIZED), FALSE, "Use of uninitialized value in %s", op);
         *len = 0;
         return "";
     }
+    data = stringable(data);
     pv = SvPV_nomg_const(data, *len);
     if (SvUTF8(data)) {
         if (!force_utf8 && !is_utf8_invariant_string((const U8 *)pv, *len)) {
@@ -60,7 +140,7 @@ static const char *S_payload(pTHX_ SV *data, bool force_utf8, STRLEN *len, SV **
                 return (const char *)bytes;
             }
             /* wide characters: written as UTF-8, as print does */
-            Perl_ck_warner_d(aTHX_ packWARN(WARN_UTF8), "Wide character in %s", op);
+            warn_soft(packWARN(WARN_UTF8), TRUE, "Wide character in %s", op);
         }
     } else if (force_utf8 && !is_utf8_invariant_string((const U8 *)pv, *len)) {
         U8 *utf8 = bytes_to_utf8((const U8 *)pv, len);   /* Latin-1 -> UTF-8 */
@@ -71,14 +151,17 @@ static const char *S_payload(pTHX_ SV *data, bool force_utf8, STRLEN *len, SV **
     return pv;
 }
 
-/* EINTR: run perl's pending signal handlers (an alarm must still fire). While
- * they run, the SV we are writing from is read-only: a handler that changed
- * it could free the buffer under the write. */
+/* EINTR, a short write, or the moment before the rename: run perl's pending
+ * signal handlers (an alarm must still fire, and before the file is
+ * published). While they run, the SV we are writing from is read-only: a
+ * handler that changed it could free the buffer under the write. */
 static void S_on_eintr(void *ctx)
 {
     dTHX;
     SV *owner = (SV *)ctx;
 
+    if (!PL_sig_pending)
+        return;
     ENTER;
     if (owner && !SvREADONLY(owner)) {
         SAVESETSVFLAGS(owner, SVf_READONLY, 0);
@@ -151,7 +234,7 @@ static SV *S_path_arg(pTHX_ SV *filename)
 
     if (!SvOK(filename))
         croak("file name is undefined or empty\n");
-    pv = SvPV_nomg_const(filename, len);
+    pv = SvPV_nomg_const(stringable(filename), len);
     if (len == 0)
         croak("file name is undefined or empty\n");
     return sv_2mortal(newSVpvn_flags(pv, len, SvUTF8(filename)));
@@ -195,7 +278,7 @@ static void S_parse_options(pTHX_ HV *hv, struct ff_options *opt, bool *force_ut
         SvGETMAGIC(val);
         if (KEY_IS("perm")) {
             if (SvOK(val)) {
-                NV mode = SvROK(val) || !looks_like_number(val) ? -1 : SvNV_nomg(val);
+                NV mode = SvROK(val) || !looks_like_number(val) ? -1 : number_arg(val, "perm");
                 if (!(mode >= 0 && mode <= 07777 && mode == (NV)(IV)mode))  /* NaN fails too */
                     croak("invalid value for option 'perm'\n");
                 opt->perm = (mode_t)mode;
@@ -219,9 +302,9 @@ static void S_parse_options(pTHX_ HV *hv, struct ff_options *opt, bool *force_ut
 /* Returns 1 when the file was written, 0 when if_changed found it the same. */
 static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force)
 {
-    SV *path, *owner;
-    const char *buf;
-    STRLEN len;
+    SV *path, *owner, *ors_owner = NULL;
+    const char *buf, *ors = "";
+    STRLEN len, ors_len = 0;
     bool force_utf8 = FALSE;
     struct ff_options opt;
     struct ff_atomic atomic, *a = &atomic;   /* this frame outlives its LEAVE */
@@ -248,16 +331,30 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
     }
     Zero(&opt, 1, struct ff_options);
     opt.perm = 0644;
-    if (perm && SvROK(perm) && SvTYPE(SvRV(perm)) == SVt_PVHV) {
+    /* only a plain hash is options: an object numifies, as in the reference */
+    if (perm && SvROK(perm) && SvTYPE(SvRV(perm)) == SVt_PVHV && !SvOBJECT(SvRV(perm))) {
         if (force && SvOK(force))
             croak("force_utf8 argument given with an options hash: use its 'utf8' key\n");
         S_parse_options(aTHX_ (HV *)SvRV(perm), &opt, &force_utf8, NULL);
     } else {
-        if (perm && SvOK(perm))
-            opt.perm = (mode_t)SvIV_nomg(perm);
+        if (perm && SvOK(perm)) {
+            if (SvTAINTED(perm)) {        /* the reference's sysopen refuses it */
+                TAINT;
+                taint_proper(NULL, FSC);
+            }
+            opt.perm = (mode_t)(SvIOK(perm) && !SvGMAGICAL(perm) ? SvIVX(perm)   /* exact */
+                                : I_V(number_arg(perm, FSC)));
+        }
         force_utf8 = force && SvTRUE_nomg(force);
     }
     buf = S_payload(aTHX_ data, force_utf8, &len, &owner, FSC);
+    /* $\ : the reference prints the data, so print appends it (not to an
+     * encoded copy). Held: a handler that sets $\ frees the old one. */
+    if (!force_utf8 && PL_ors_sv && SvOK(PL_ors_sv)) {
+        ors = S_payload(aTHX_ PL_ors_sv, FALSE, &ors_len, &ors_owner, FSC);
+        if (ors_owner)
+            SAVEFREESV(SvREFCNT_inc_simple_NN(ors_owner));
+    }
 
     intr.fn = S_on_eintr;
     intr.ctx = owner;
@@ -267,14 +364,14 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
     SAVEDESTRUCTOR_X(S_discard, a);
 
     pid = SvIV(get_sv("$", GV_ADD));
-    if (!IS_SAFE_PATHNAME(SvPVX(path), SvCUR(path), FSC))   /* ENOENT, like open */
+    if (!safe_path(path, FSC))   /* ENOENT, like open */
         croak_errno(errno, "unable to open file '%" SVf ".tmp.%" IVdf "' - ", SVfARG(path), pid);
 
     err = ff_atomic_prepare(a);
     if (err)
         croak_step(a, err, path);
     /* noclobber wins: an existing target is an error even when identical */
-    if (opt.if_changed && !opt.noclobber && ff_atomic_unchanged(a, buf, len)) {
+    if (opt.if_changed && !opt.noclobber && ff_atomic_unchanged(a, buf, len, ors, ors_len)) {
         LEAVE;
         return 0;
     }
@@ -282,7 +379,7 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
     if (err)
         croak_step(a, err, path);
     a->step = FF_STEP_WRITE;
-    err = ff_write_all(a->fd, buf, len, &intr);
+    err = ff_write_tail_all(a->fd, buf, len, ors, ors_len, &intr);
     if (err)
         croak_step(a, err, path);
     err = ff_atomic_commit(a);
@@ -311,22 +408,24 @@ static SV *S_file_get_contents(pTHX_ SV *filename, SV *max_arg)
         SvGETMAGIC(max_arg);
     path = S_path_arg(aTHX_ filename);
     if (max_arg && SvTRUE_nomg(max_arg)) {      /* a false max means the default */
-        /* compared as a number, like the reference's "$total > $max"; a
-         * huge max means no limit (capped so that max + 1 cannot wrap) */
-        NV nv = SvNV_nomg(max_arg);
-        max = !(nv > 0) ? 0 : nv >= (NV)SSize_t_MAX ? (size_t)SSize_t_MAX : (size_t)nv;
+        /* compared as a number, like the reference's "$total > $max": a
+         * huge max or one that is no number (NaN) means no limit (capped
+         * so that max + 1 cannot wrap) */
+        NV nv = number_arg(max_arg, FGC);
+        max = Perl_isnan(nv) || nv >= (NV)SSize_t_MAX ? (size_t)SSize_t_MAX
+              : !(nv > 0) ? 0 : (size_t)nv;
     }
 
     SAVEDESTRUCTOR_X(S_close_read_fd, &fd);
-    err = IS_SAFE_PATHNAME(SvPVX(path), SvCUR(path), FGC)
+    err = safe_path(path, FGC)
               ? ff_open_read(SvPVX(path), &fd, &intr) : errno;
     if (err)
         croak_errno(err, "can't open '%" SVf "' - ", SVfARG(path));
+    /* fstat's size is only a hint: "too long" is decided on the bytes read
+     * (sysfs files say 4096 whatever they hold) */
     err = ff_size_hint(fd, &size);
     if (err)
         croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(path));
-    if (size > max)
-        croak("file '%" SVf "' too long - aborting\n", SVfARG(path));
 
     /* one read of the whole file plus a byte that would show it grew */
     cap = size ? size + 1 : FF_GROW_START;
@@ -354,20 +453,152 @@ static SV *S_file_get_contents(pTHX_ SV *filename, SV *max_arg)
     return content;
 }
 
+/* Where the first record under $/ (rs) ends in buf[0..total): its length
+ * with the separator, or 0 while it has not ended. *begin is moved past
+ * the newlines that paragraph mode skips. */
+static size_t S_record_end(SV *rs, const char *sep, STRLEN sep_len, const char *buf,
+                           size_t *begin, size_t scanned, size_t total)
+{
+    const char *end = buf + total, *hit;
+
+    if (!SvOK(rs))
+        return 0;                                   /* undef: the whole file */
+    if (SvROK(rs))                                  /* \N: N bytes */
+        return total >= sep_len ? sep_len : 0;
+    if (sep_len == 0) {                             /* '': paragraph mode */
+        while (*begin < total && buf[*begin] == '\n')
+            (*begin)++;
+        sep = "\n\n";
+        sep_len = 2;
+    }
+    if (scanned < *begin + sep_len - 1)
+        scanned = *begin + sep_len - 1;
+    if (scanned > total)
+        return 0;
+    /* the separator may straddle what was read before */
+    hit = ninstr(buf + scanned - (sep_len - 1), end, sep, sep + sep_len);
+    return hit ? (size_t)(hit - buf) + sep_len : 0;
+}
+
+/* The first record of fd under $/ when it is not "\n" (undef, '', \N, any
+ * string), chomped: what the reference's <$fh> + chomp give. */
+static SV *S_read_record(pTHX_ int fd, SV *path, const struct ff_eintr *intr)
+{
+    SV *rs = PL_rs, *line, *sep_sv = NULL;
+    const char *sep = NULL;
+    STRLEN sep_len = 0;
+    size_t cap = FF_LINE_BLOCK, total = 0, begin = 0, end = 0, got;
+    int err;
+
+    if (SvROK(rs)) {
+        IV n = SvIV(SvRV(rs));          /* perl refuses \0 and negatives in $/ */
+        sep_len = n > 0 ? (STRLEN)n : 1;
+        if (cap > sep_len)
+            cap = sep_len;
+    } else if (SvOK(rs)) {
+        sep_sv = sv_mortalcopy(rs);
+        if (!sv_utf8_downgrade(sep_sv, TRUE))       /* the file is read as bytes */
+            croak("Wide character in $/");
+        sep = SvPV_const(sep_sv, sep_len);
+    }
+    line = sv_2mortal(newSV(cap));
+    for (;;) {
+        size_t scanned = total;
+
+        err = ff_read_some(fd, SvPVX(line) + total, cap - total, &got, intr);
+        if (err == EISDIR)
+            return NULL;
+        if (err)
+            croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(path));
+        if (got == 0)
+            break;
+        total += got;
+        end = S_record_end(rs, sep, sep_len, SvPVX(line), &begin, scanned, total);
+        if (end)
+            break;
+        if (total == cap) {
+            cap *= 2;
+            SvGROW(line, cap + 1);
+        }
+    }
+    if (!end)                                       /* end of file */
+        end = total;
+    if (end <= begin && SvOK(rs))
+        return NULL;                                /* nothing: empty file */
+    /* (undef: an empty file reads as "", once, as readline gives it) */
+    /* chomp: paragraph mode removes every trailing newline, a string its
+     * one separator, undef and \N nothing */
+    if (SvOK(rs) && !SvROK(rs)) {
+        if (sep_len == 0) {
+            while (end > begin && SvPVX(line)[end - 1] == '\n')
+                end--;
+        } else if (end - begin >= sep_len && memEQ(SvPVX(line) + end - sep_len, sep, sep_len)) {
+            end -= sep_len;
+        }
+    }
+    if (begin)
+        Move(SvPVX(line) + begin, SvPVX(line), end - begin, char);
+    SvCUR_set(line, end - begin);
+    return line;
+}
+
+/* The first line of fd without its "\n" (the default $/, the fast path:
+ * one 8 KiB read for a short line); NULL for an empty file. */
+static SV *S_read_line(pTHX_ int fd, SV *path, const struct ff_eintr *intr)
+{
+    SV *line;
+    size_t cap = FF_LINE_BLOCK, total = 0, got;
+    int err;
+
+    line = sv_2mortal(newSV(cap));
+    for (;;) {
+        char *nl;
+
+        err = ff_read_some(fd, SvPVX(line) + total, cap - total, &got, intr);
+        if (err == EISDIR)
+            return NULL;
+        if (err)
+            croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(path));
+        if (got == 0) {
+            if (total == 0)
+                return NULL;
+            break;
+        }
+        nl = (char *)memchr(SvPVX(line) + total, '\n', got);
+        total += got;
+        if (nl) {
+            total = (size_t)(nl - SvPVX(line));  /* chomp: the line without "\n" */
+            break;
+        }
+        if (total == cap) {                      /* a long line: keep reading */
+            cap *= 2;
+            SvGROW(line, cap + 1);
+        }
+    }
+    SvCUR_set(line, total);
+    return line;
+}
+
 static SV *S_file_read_firstline(pTHX_ SV *filename)
 {
     SV *path, *line;
-    size_t cap = FF_LINE_BLOCK, total = 0, got;
     struct ff_eintr intr = { S_on_eintr, NULL };
     int fd = -1, err;
-    bool newline = FALSE;
 
     ENTER;   /* closes fd when this function returns or croaks */
     SvGETMAGIC(filename);
+    /* no name: undef, as the reference's open of it fails */
+    if (!SvOK(filename) || (SvPOKp(filename) && SvCUR(filename) == 0)) {
+        if (!SvOK(filename))
+            warn_soft(packWARN(WARN_UNINITIALIZED), FALSE, "Use of uninitialized value in %s", FRF);
+        LEAVE;
+        SETERRNO(ENOENT, LIB_INVARG);
+        return &PL_sv_undef;
+    }
     path = S_path_arg(aTHX_ filename);
 
     SAVEDESTRUCTOR_X(S_close_read_fd, &fd);
-    err = IS_SAFE_PATHNAME(SvPVX(path), SvCUR(path), FRF)
+    err = safe_path(path, FRF)
               ? ff_open_read(SvPVX(path), &fd, &intr) : errno;
     if (err == ENOENT) {
         LEAVE;
@@ -377,31 +608,14 @@ static SV *S_file_read_firstline(pTHX_ SV *filename)
     if (err)
         croak_errno(err, "file '%" SVf "' exists but open for reading failed - ", SVfARG(path));
 
-    line = sv_2mortal(newSV(cap));
-    for (;;) {
-        char *nl;
-
-        err = ff_read_some(fd, SvPVX(line) + total, cap - total, &got, &intr);
-        if (err)
-            croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(path));
-        if (got == 0)
-            break;
-        nl = (char *)memchr(SvPVX(line) + total, '\n', got);
-        total += got;
-        if (nl) {
-            total = (size_t)(nl - SvPVX(line));  /* chomp: the line without "\n" */
-            newline = TRUE;
-            break;
-        }
-        if (total == cap) {                      /* a long line: keep reading */
-            cap *= 2;
-            SvGROW(line, cap + 1);
-        }
-    }
+    /* NULL: an empty file, or a directory (the reference reads nothing
+     * from it; $! stays EISDIR) */
+    line = SvPOK(PL_rs) && SvCUR(PL_rs) == 1 && *SvPVX(PL_rs) == '\n'
+               ? S_read_line(aTHX_ fd, path, &intr)
+               : S_read_record(aTHX_ fd, path, &intr);
     LEAVE;
-    if (total == 0 && !newline)
-        return &PL_sv_undef;                     /* empty file */
-    SvCUR_set(line, total);
+    if (!line)
+        return &PL_sv_undef;
     *SvEND(line) = '\0';
     SvPOK_only(line);
     if (TAINTING_get)
@@ -521,8 +735,10 @@ static void S_writer_step(pTHX_ struct ff_writer *w, const char *buf, size_t n, 
     w->a.step = FF_STEP_WRITE;
     if (buf)
         err = ff_wbuf_append(&w->wb, w->a.fd, buf, n, &w->intr);
-    else if (!(err = ff_wbuf_flush(&w->wb, w->a.fd, &w->intr)))
+    else if (!(err = ff_wbuf_flush(&w->wb, w->a.fd, &w->intr))) {
+        ff_wbuf_free(&w->wb);           /* now: nothing slow after the rename */
         err = ff_atomic_commit(&w->a);
+    }
     w->intr.ctx = NULL;
     if (err)
         croak_step(&w->a, err, w->path);
@@ -580,10 +796,15 @@ static void S_writer_printf(pTHX_ struct ff_writer *w, I32 ax, I32 items)
     SV *formatted;
     const char *pat;
     STRLEN len;
+    I32 i;
 
     if (items < 2)
         croak("Usage: " FF_WRITER_CLASS "::printf(self, format, ...)");
-    pat = SvPV_const(ST(1), len);
+    /* formatted from copies (get-magic once each): sprintf would cache
+     * string and number forms in the caller's scalars */
+    for (i = 1; i < items; i++)
+        ST(i) = sv_mortalcopy(ST(i));
+    pat = SvPV_nomg_const(ST(1), len);
     formatted = sv_newmortal();
     sv_setpvs(formatted, "");
     if (DO_UTF8(ST(1)))
@@ -609,7 +830,7 @@ static void S_writer_options(pTHX_ SV *opts, struct ff_options *opt, bool *force
 {
     SV *size_sv = NULL;
     HV *hv;
-    IV iv;
+    NV nv;
 
     Zero(opt, 1, struct ff_options);
     opt->perm = 0644;
@@ -624,9 +845,10 @@ static void S_writer_options(pTHX_ SV *opts, struct ff_options *opt, bool *force
     if (!size_sv || !SvOK(size_sv))     /* its get-magic ran in S_parse_options */
         return;
     if (SvROK(size_sv) || !looks_like_number(size_sv)
-        || (iv = SvIV_nomg(size_sv)) < 1 || (NV)iv != SvNV_nomg(size_sv))
+        || !((nv = number_arg(size_sv, "buffer_size")) >= 1 && nv <= (NV)SSize_t_MAX
+             && nv == (NV)(size_t)nv))       /* NaN fails too */
         croak("invalid value for option 'buffer_size'\n");
-    *size = (size_t)iv;
+    *size = (size_t)nv;
 }
 #define writer_options(opts, opt, force_utf8, size) \
     S_writer_options(aTHX_ opts, opt, force_utf8, size)
@@ -676,7 +898,7 @@ static SV *S_writer_new(pTHX_ SV *klass, SV *filename, SV *opts)
         croak_errno(err, "unable to replace '%" SVf "' - ", SVfARG(path));
 
     w->pid = writer_pid();
-    if (!IS_SAFE_PATHNAME(SvPVX(path), SvCUR(path), FF_WRITER_CLASS "->new"))
+    if (!safe_path(path, FF_WRITER_CLASS "->new"))
         croak_errno(errno, "unable to open file '%" SVf ".tmp.%" IVdf "' - ",
                     SVfARG(path), w->pid);
 
@@ -749,7 +971,7 @@ MODULE = FastFile    PACKAGE = FastFile
 PROTOTYPES: DISABLE
 
 void
-file_set_contents(SV *filename, SV *data = NULL, SV *perm = NULL, SV *force_utf8 = NULL)
+file_set_contents(SV *filename, SV *data = NULL, SV *perm = NULL, SV *force_utf8 = NULL, ...)
   PREINIT:
     int wrote;
   PPCODE:
@@ -757,7 +979,7 @@ file_set_contents(SV *filename, SV *data = NULL, SV *perm = NULL, SV *force_utf8
     mXPUSHi(wrote);
 
 void
-file_get_contents(SV *filename, SV *max = NULL)
+file_get_contents(SV *filename, SV *max = NULL, ...)
   PREINIT:
     SV *content;
   PPCODE:
@@ -765,7 +987,7 @@ file_get_contents(SV *filename, SV *max = NULL)
     XPUSHs(content);
 
 void
-file_read_firstline(SV *filename)
+file_read_firstline(SV *filename, ...)
   PREINIT:
     SV *line;
   PPCODE:

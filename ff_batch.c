@@ -354,14 +354,14 @@ static int write_temp(struct ff_batch *b, size_t i)
     struct ff_atomic *a = &f->a;
     int err;
 
-    if (b->opt.if_changed && ff_atomic_unchanged(a, f->buf, f->len)) {
+    if (b->opt.if_changed && ff_atomic_unchanged(a, f->buf, f->len, b->tail, b->tail_len)) {
         f->unchanged = 1;
         return 0;
     }
     if ((err = create_temp(b, i)))
         return err;
     a->step = FF_STEP_WRITE;
-    if ((err = ff_write_all(a->fd, f->buf, f->len, b->intr)))
+    if ((err = ff_write_tail_all(a->fd, f->buf, f->len, b->tail, b->tail_len, b->intr)))
         return err;
     if (b->opt.preserve && a->have_old && (err = ff_atomic_preserve(a)))
         return err;
@@ -478,7 +478,11 @@ int ff_batch_commit(struct ff_batch *b, long pid)
         return err;
     b->failed = FF_NONE;
 
-    /* 4. the renames, in order; 5. with fsync, each directory once */
+    /* 4. the renames, in order; 5. with fsync, each directory once. A
+     * signal that came meanwhile (its handler only pending) is handled
+     * first, while every target is still old: a handler that dies leaves
+     * them all untouched. */
+    interrupted(b->intr);
     err = rename_all(b);
     if (b->opt.fsync) {
         size_t failed = b->failed;

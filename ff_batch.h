@@ -61,6 +61,8 @@ struct ff_batch {
                              * replaced (those not unchanged) */
     size_t dup_first, dup_second; /* a target given twice (else (size_t)-1) */
     size_t written;         /* files written (not unchanged) on success */
+    const char *tail;       /* bytes appended to every file ($\), or NULL */
+    size_t tail_len;
 };
 
 /* Room for up to n files; nothing is touched yet. Returns 0 or ENOMEM. */

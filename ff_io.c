@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/random.h>
+#include <sys/uio.h>
 #include <sys/syscall.h>
 
 #ifndef RENAME_NOREPLACE
@@ -146,19 +147,20 @@ int ff_atomic_prepare(struct ff_atomic *a)
     return 0;
 }
 
-int ff_atomic_unchanged(struct ff_atomic *a, const char *buf, size_t len)
+int ff_atomic_unchanged(struct ff_atomic *a, const char *buf, size_t len, const char *tail,
+                        size_t tail_len)
 {
-    size_t got;
+    size_t got, total = len + tail_len;
     char *old;
     int fd, same;
 
-    if (!a->have_old || (size_t)a->old.st_size != len)
+    if (!a->have_old || (size_t)a->old.st_size != total)
         return 0;
     if (ff_open_read(a->target, &fd, a->intr))
         return 0;
-    old = malloc(len + 1);  /* +1: a file that grew since lstat is not the same */
-    same = old && !ff_read_full(fd, old, len + 1, &got, a->intr) && got == len
-           && memcmp(old, buf, len) == 0;
+    old = malloc(total + 1);  /* +1: a file that grew since lstat is not the same */
+    same = old && !ff_read_full(fd, old, total + 1, &got, a->intr) && got == total
+           && memcmp(old, buf, len) == 0 && memcmp(old + len, tail, tail_len) == 0;
     free(old);
     ff_close_read(fd);
     return same;
@@ -287,6 +289,42 @@ int ff_write_all(int fd, const char *buf, size_t len, const struct ff_eintr *int
         }
     }
     return 0;
+}
+
+int ff_write_tail_all(int fd, const char *buf, size_t len, const char *tail, size_t tail_len,
+                      const struct ff_eintr *intr)
+{
+    struct iovec iov[2];
+    ssize_t n;
+    int err;
+
+    if (len == 0 || tail_len == 0)
+        return len ? ff_write_all(fd, buf, len, intr) : ff_write_all(fd, tail, tail_len, intr);
+    iov[0].iov_base = (void *)buf;
+    iov[0].iov_len = len;
+    iov[1].iov_base = (void *)tail;
+    iov[1].iov_len = tail_len;
+    while ((n = writev(fd, iov, 2)) < 0) {
+        if (errno != EINTR)
+            return errno;
+        interrupted(intr);
+    }
+    if (n == 0)
+        return ENOSPC;
+    if ((size_t)n >= len) {         /* the data is out, the tail maybe in part */
+        n -= (ssize_t)len;
+        tail += n;
+        tail_len -= (size_t)n;
+        len = 0;
+    } else {
+        buf += n;
+        len -= (size_t)n;
+    }
+    if (len + tail_len == 0)
+        return 0;
+    interrupted(intr);              /* short: as in ff_write_all */
+    err = ff_write_all(fd, buf, len, intr);
+    return err ? err : ff_write_all(fd, tail, tail_len, intr);
 }
 
 /* The writer's buffer starts at this and doubles up to its size. */
@@ -418,6 +456,10 @@ int ff_atomic_commit(struct ff_atomic *a)
     a->fd = -1;
     if (err)
         return err;
+    /* A signal that came during the write (a disk write is not interrupted:
+     * the handler is only pending) is handled now, while the target is
+     * still the old one: an alarm handler that dies leaves it untouched. */
+    interrupted(a->intr);
 
     a->step = FF_STEP_RENAME;
     if (a->opt.noclobber)

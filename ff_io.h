@@ -15,8 +15,11 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-/* Called when a syscall returned EINTR, before it is retried. It may not
- * return (a perl signal handler that dies unwinds through it). */
+/* Called when a syscall returned EINTR, before it is retried, after a short
+ * write, and once in ff_atomic_commit between close and rename (signals that
+ * came during the write are handled before the file is published). It runs
+ * pending signal handlers and makes no syscall; it may not return (a perl
+ * signal handler that dies unwinds through it). */
 typedef void (*ff_on_eintr)(void *ctx);
 
 struct ff_eintr {
@@ -79,16 +82,19 @@ int ff_atomic_init(struct ff_atomic *a, const char *path, const struct ff_option
  * if_changed). */
 int ff_atomic_prepare(struct ff_atomic *a);
 
-/* if_changed: 1 when the target already holds exactly buf[0..len), else 0.
+/* if_changed: 1 when the target already holds exactly buf[0..len) followed
+ * by tail[0..tail_len), else 0.
  * Errors while looking are not errors: the file is then rewritten. */
-int ff_atomic_unchanged(struct ff_atomic *a, const char *buf, size_t len);
+int ff_atomic_unchanged(struct ff_atomic *a, const char *buf, size_t len, const char *tail,
+                        size_t tail_len);
 
 /* Create the temp "<target>.tmp.<pid>" (missing directories first with the
  * mkdir option). */
 int ff_atomic_create(struct ff_atomic *a, long pid);
 
-/* The old file's owner and mode (preserve), fdatasync (fsync), close, rename
- * or no-clobber link, directory fsync (fsync). */
+/* The old file's owner and mode (preserve), fdatasync (fsync), close, the
+ * intr callback (pending signal handlers), rename or no-clobber link,
+ * directory fsync (fsync). */
 int ff_atomic_commit(struct ff_atomic *a);
 
 /* Close and unlink whatever is still ours and free the paths; keeps errno.
@@ -98,6 +104,11 @@ void ff_atomic_discard(struct ff_atomic *a);
 /* write(2) all of buf, retrying short writes and EINTR. A write that
  * returns 0 is reported as ENOSPC. */
 int ff_write_all(int fd, const char *buf, size_t len, const struct ff_eintr *intr);
+
+/* buf[0..len) then tail[0..tail_len) (perl's $\): one writev(2) of both,
+ * the rest of a short writev with write(2). Without a tail, ff_write_all. */
+int ff_write_tail_all(int fd, const char *buf, size_t len, const char *tail, size_t tail_len,
+                      const struct ff_eintr *intr);
 
 /* The streaming writer's buffer. Zeroed, with size set, it is empty and
  * holds no memory: buf is allocated as it fills, doubling, never past size. */

@@ -3,7 +3,7 @@ package FastFile;
 use strict;
 use warnings;
 
-our $VERSION = '0.01';
+our $VERSION = '0.02';
 
 use Exporter 5.57 'import';
 our @EXPORT      = qw(file_set_contents);
@@ -65,7 +65,11 @@ Writes C<$data> to C<"$filename.tmp.$$"> in the same directory and renames it
 to C<$filename>. Exported by default. Returns 1 when it wrote; with
 C<< if_changed => 1 >>, 0 when the file already held exactly these bytes.
 Dies (see L</DIAGNOSTICS>) on any error, after removing the temporary file;
-the target is then untouched.
+the target is then untouched. Extra arguments are ignored, as the reference
+ignores them. The caller's scalars are never changed: a number passed as
+C<$data>, C<$filename> or C<$max> gets no cached string form, a string C<$perm>
+no number form (JSON encoders see the same types before and after the call).
+Each argument is read once (C<FETCH>, overloading).
 
 =over 4
 
@@ -85,21 +89,30 @@ warns. Which bytes are written:
   bytes (no UTF8 flag)          the bytes                  Latin-1 encoded as UTF-8
   UTF8 flag, chars <= 0xFF      the Latin-1 bytes          the UTF-8 bytes
   UTF8 flag, a char > 0xFF      the UTF-8 bytes + warning  the UTF-8 bytes
+  then, if $\ is defined       $\ (the same table)        nothing
 
 C<$force_utf8> is perl's lax C<utf8> encoding: surrogates and non-characters
 pass through unchanged.
 
+The output record separator C<$\> (set by C<perl -l>, or by a script) is
+appended when C<$force_utf8> is false, for empty or C<undef> data too: the
+reference C<print>s the data into an in-memory file, and C<print> appends it.
+Data and separator go out with one C<writev(2)>, without a copy.
+
 =item C<$perm>
 
 The mode of the new file, passed to C<open(2)> and so filtered by the umask.
-Missing or C<undef> means C<0644>. (Newer upstream wrappers pass C<undef>
+Missing or C<undef> means C<0644>. Numified as perl does: an object through
+its overloading (C<< Math::BigInt->new(0600) >>), a string that is no number
+as its numeric prefix, with a C<numeric> warning. Under C<-T> a tainted
+C<$perm> dies, as the reference's C<sysopen> does. (Newer upstream wrappers pass C<undef>
 through to C<sysopen> and end up with C<0666>; FastFile keeps the documented
 C<0644>.)
 
 =item C<\%options>
 
-A hash reference in place of C<$perm> selects options (a blessed hash
-counts too). Unknown keys die with
+An unblessed hash reference in place of C<$perm> selects options (an
+object is a C<$perm>, numified). Unknown keys die with
 C<unknown option 'KEY'>, bad values with C<invalid value for option 'KEY'>.
 Each option adds only the syscalls named:
 
@@ -173,8 +186,11 @@ bytes.
 
 Reads the whole file as bytes (no decoding; the result never has the UTF8
 flag). C<$max> defaults to 1 MiB (1048576, the pmxcfs file limit); a false
-C<$max> means the default. A file with more than C<$max> bytes dies with
-C<file 'FILENAME' too long - aborting>. Exported on request.
+C<$max> means the default, one that is no finite number (C<'nan'>, C<'inf'>)
+no limit. A file with more than C<$max> bytes dies with
+C<file 'FILENAME' too long - aborting>, decided on the bytes read: C<fstat>'s
+size is only a hint (sysfs files report 4096 whatever they hold). Extra
+arguments are ignored. Exported on request.
 
 A regular file is read with C<openat>, C<fstat>, one C<read> of its whole size
 (plus a byte that would show it grew), the C<read> that returns 0, and
@@ -187,10 +203,15 @@ tainted, like C<sysread>'s.
 
   my $line = file_read_firstline($filename);
 
-Returns the first line without its newline (like C<chomp> with the default
-C<$/>), the whole content if there is no newline, C<undef> for an empty file
-or one that does not exist. Reads one 8 KiB block (more only for a longer
-line). Exported on request.
+Returns the first record as C<< <$fh> >> reads it under the caller's C<$/>,
+C<chomp>ed, like the reference: with the default C<"\n"> the first line
+without its newline, the whole content if there is no newline; C<$/ = undef>
+the whole file, C<''> the first paragraph (without its trailing newlines),
+C<\N> the first N bytes, any other string the text up to it. C<undef> for an
+empty file, one that does not exist, a directory (C<$!> C<EISDIR>: the
+reference opens it and reads nothing), and an C<undef> (with an
+C<uninitialized> warning) or empty C<$filename>. Reads one 8 KiB block (more
+only for a longer line). Extra arguments are ignored. Exported on request.
 
 =head2 atomic_writer
 
@@ -344,11 +365,23 @@ A target of a batch is a directory.
 
 =item C<Insecure dependency in file_set_contents while running with -T switch>
 
-A tainted C<$filename>, as for C<open>.
+A tainted C<$filename>, as for C<open>, or a tainted C<$perm>, as for
+C<sysopen>.
+
+=item C<Wide character in $/>
+
+C<file_read_firstline> under a C<$/> with characters above 0xFF, as
+C<readline> says on a file of bytes.
 
 =back
 
 =head2 Warnings
+
+Warnings follow the caller's lexical C<no warnings> and reach
+C<$SIG{__WARN__}>, but are never fatal: under C<use warnings FATAL =E<gt> 'all'>
+(or C<use strictures>) the call still does its work, as the reference's
+warnings come from its own scope. The texts name FastFile's functions where
+the reference's name C<print> or C<open>.
 
 =over 4
 
@@ -361,7 +394,18 @@ as UTF-8, as C<print> does. On by default, off with C<no warnings 'utf8'>.
 
 =item C<Use of uninitialized value in file_set_contents> (category C<uninitialized>)
 
-C<$data> is C<undef>; an empty file is written.
+C<$data> is C<undef>; an empty file is written. Also from
+C<file_read_firstline> for an C<undef> C<$filename>.
+
+=item C<Argument "%s" isn't numeric in %s> (category C<numeric>)
+
+A C<$perm>, C<$max> or option value that is no number; its numeric prefix is
+used, as perl does.
+
+=item C<Invalid \0 character in pathname for %s: %s> (category C<syscalls>)
+
+A C<"\0"> in a file name: the call fails with C<ENOENT> (its own exception;
+C<file_read_firstline> returns C<undef>), as perl's C<open> does.
 
 =back
 
@@ -404,13 +448,49 @@ C<alarm> still fires; a handler that dies leaves no temporary file. The
 reference dies on C<EINTR>. A signal that cuts a C<write> short is handled
 before the rest is written, too. While such a handler runs, the data scalar
 is read-only. C<EINTR> from C<close> is not an error (Linux has closed the
-descriptor); pending handlers then run after the call.
+descriptor); pending handlers then run before the rename.
 
 =item *
 
-An C<undef> or empty C<$filename> dies early with a clear message.
-C<file_read_firstline> dies on a read error, where the reference returns
-C<undef>.
+A signal that arrives while the data is written has its handler run after
+the C<close> and before the C<rename>, as in the reference: an C<alarm>
+handler that dies leaves the target untouched and no temporary file. A
+signal after the rename is handled after the call returns.
+
+=item *
+
+An C<undef> or empty C<$filename> dies early with a clear message
+(C<file_read_firstline> returns C<undef>, as the reference does).
+C<file_read_firstline> dies on a read error other than C<EISDIR>, where the
+reference returns C<undef>.
+
+=item *
+
+C<$@> is left alone on success (the reference's internal C<eval> clears it).
+
+=item *
+
+Overloaded and tied arguments are read once (the reference reads some twice).
+
+=item *
+
+The return value is 1 (the reference returns an empty value).
+
+=item *
+
+Warning texts name FastFile's functions (the reference's name C<print>,
+C<open> or its own file and line).
+
+=item *
+
+C<$SIG{__DIE__}> runs once per failure (twice in the reference, which dies
+inside its C<eval> and again outside).
+
+=item *
+
+On C</etc/pve> the C<fsync> option changes nothing: pmxcfs answers FUSE
+C<fsync> with C<ENOSYS>, which the kernel reports as success (measured), so
+durability there is pmxcfs's own sqlite (WAL, C<synchronous=NORMAL>).
 
 =item *
 

@@ -209,6 +209,24 @@ sub read_fifo {
     # a huge max (~0, 2**63, 1e30: "no limit") is no limit at all for the
     # reference; it must not wrap round to a negative, that is 0, limit
     compare_get("max $_->[0]", "$dir/ten", $_->[1], '0123456789') for [ '~0', ~0 ], [ '2**63', 2**63 ], [ '1e30', 1e30 ];
+
+    # item 6: a max that is no finite number: NaN is no limit for the
+    # reference ("$total > 'nan'" is never true)
+    compare_get("max '$_'", $files{'1 MiB + 1'}, $_, pattern($MIB + 1)) for 'nan', 'NaN', 9**9**9 / 9**9**9;
+    compare_get("max 'inf'", $files{'1 MiB + 1'}, 'inf', pattern($MIB + 1));
+}
+
+# item 6: "too long" is decided on the bytes read, not on fstat's size:
+# sysfs files report 4096 (a page) whatever they hold
+SKIP: {
+    my ($sys) = grep { -f $_ && -r _ && (stat _)[7] == 4096 }
+        '/sys/kernel/mm/transparent_hugepage/enabled', '/sys/class/net/lo/mtu',
+        '/sys/kernel/kexec_loaded', '/sys/kernel/profiling', '/sys/devices/system/cpu/online';
+    skip 'no sysfs file that reports 4096 bytes', 3 unless $sys;
+    my $ref = outcome(sub { ref_get_contents($sys, 100) });
+    ok($ref->{ok} && length $ref->{value} < 100, "sysfs $sys: the reference reads it with max 100")
+        or diag($ref->{err});
+    compare_get("sysfs $sys, max 100", $sys, 100, $ref->{value});
 }
 
 # 64 MiB with a 64 MiB max, and one byte more
@@ -302,8 +320,20 @@ sub same_error {
         my $label = defined $name ? "'' file name" : 'undef file name';
         my $r = outcome(sub { file_get_contents($name) });
         is($r->{err}, "file name is undefined or empty\n", "file_get_contents, $label: croaks");
-        $r = outcome(sub { file_read_firstline($name) });
-        is($r->{err}, "file name is undefined or empty\n", "file_read_firstline, $label: croaks");
+        # item 9: the reference's open of no name fails: undef, and for
+        # undef perl's "uninitialized" warning
+        my $line;
+        my @w = warnings_of { $line = __LINE__; $r = outcome(sub { file_read_firstline($name) }) };
+        ok($r->{ok} && !defined $r->{value}, "file_read_firstline, $label: undef, as the reference");
+        is($r->{errno}, ENOENT, "file_read_firstline, $label: \$! is ENOENT");
+        is_deeply(\@w, defined $name ? []
+                  : ["Use of uninitialized value in file_read_firstline at $0 line $line.\n"],
+                  "file_read_firstline, $label: " . (defined $name ? 'no warning' : 'the uninitialized warning'));
+        my @rw = warnings_of { $r = outcome(sub { ref_read_firstline($name) }) };
+        ok($r->{ok} && !defined $r->{value}, "file_read_firstline, $label: the reference returns undef too");
+        is(scalar @rw, defined $name ? 0 : 1, "file_read_firstline, $label: ... warning alike");
+        @w = warnings_of { no warnings 'uninitialized'; eval { file_read_firstline($name) } };
+        is_deeply(\@w, [], "file_read_firstline, $label: silent under no warnings 'uninitialized'");
     }
 
     # file_read_firstline
@@ -311,9 +341,18 @@ sub same_error {
     ok($r->{ok} && !defined $r->{value}, 'file_read_firstline, missing file: undef');
     is($r->{errno}, ENOENT, 'file_read_firstline, missing file: $! is ENOENT');
     ok(!defined ref_read_firstline($missing), '... as the reference');
+    # item 9: the reference opens a directory and reads nothing
     $r = outcome(sub { file_read_firstline($d) });
-    is($r->{err}, "unable to read file '$d' - " . errno_text(EISDIR) . "\n", 'file_read_firstline, a directory: croaks');
+    ok($r->{ok} && !defined $r->{value}, 'file_read_firstline, a directory: undef') or diag($r->{err});
     is($r->{errno}, EISDIR, 'file_read_firstline, a directory: $! is EISDIR');
+    $r = outcome(sub { ref_read_firstline($d) });
+    ok($r->{ok} && !defined $r->{value}, 'file_read_firstline, a directory: the reference returns undef too');
+    is($r->{errno}, EISDIR, '... and leaves $! EISDIR too');
+    {
+        local $/ = '';
+        $r = outcome(sub { file_read_firstline($d) });
+        ok($r->{ok} && !defined $r->{value}, 'file_read_firstline, a directory, $/ = "": undef');
+    }
 }
 
 # NUL in the path: fails like open (ENOENT), with perl's syscalls warning
@@ -435,6 +474,56 @@ SKIP: {
     }
 }
 
+# item 8: $/ as <$fh> + chomp see it: undef (the whole file), '' (paragraph
+# mode), \N (N bytes), any other string as the line end
+{
+    my $latin1 = "\xe9";
+    utf8::upgrade($latin1);
+    my @seps = ([ 'undef', undef ], [ "''", '' ], [ '\\3', \3 ], [ '\\9000', \9000 ], [ '"\\r\\n"', "\r\n" ],
+                [ '"ab"', 'ab' ], [ '"\\n\\n"', "\n\n" ], [ '"x" x 3', 'xxx' ], [ 'upgraded "\\xe9"', $latin1 ],
+                [ '"\\n" x 3', "\n\n\n" ], [ '"0"', '0' ]);
+    my @files = (
+        [ 'empty',                    '' ],
+        [ 'lines',                    "one\ntwo\n" ],
+        [ 'no separator',             'plain' ],
+        [ 'CRLF lines',               "one\r\ntwo\r\n" ],
+        [ 'CRLF, trailing',           "one\r\n" ],
+        [ 'paragraphs',               "\n\n\npara one\nline\n\n\n\npara two\n" ],
+        [ 'one paragraph, trailing',  "alone\n\n\n" ],
+        [ 'newlines only',            "\n\n\n" ],
+        [ 'ab-separated',             "xxabyyabzz" ],
+        [ 'separator first',          "abrest" ],
+        [ 'separator only',           "ab" ],
+        [ 'x runs',                   "1xx2xxxx3xxx" ],
+        [ 'separator across blocks',  ('q' x 8191) . "ab\r\n\n\nxxx0\xe9tail" ],
+        [ 'long, no separator',       'L' x 20000 ],
+        [ 'Latin-1 byte',             "caf\xe9 au lait" ],
+        [ 'zero',                     "10203" ],
+    );
+    for my $f (@files) {
+        my ($flabel, $data) = @$f;
+        my $file = "$dir/rs-" . ++$n;
+        spew($file, $data);
+        for my $s (@seps) {
+            my ($slabel, $rs) = @$s;
+            local $/ = $rs;
+            my $got = outcome(sub { file_read_firstline($file) });
+            my $ref = outcome(sub { ref_read_firstline($file) });
+            ok($got->{ok}, "\$/ = $slabel, $flabel: returns") or diag($got->{err});
+            bytes_is($got->{value}, $ref->{value}, "\$/ = $slabel, $flabel: same as <\$fh> + chomp");
+        }
+    }
+    # the default stays "\n" (the C fast path); a wide $/ is refused like
+    # readline does on a byte handle
+    my $file = "$dir/rs-" . ++$n;
+    spew($file, "a\xe2\x98\xbab\nc");
+    local $/ = "\x{263a}";
+    my $r = outcome(sub { file_read_firstline($file) });
+    my $ref = outcome(sub { ref_read_firstline($file) });
+    like($r->{err} // '', qr/^Wide character in \$\//, '$/ wide: croaks "Wide character in $/"');
+    like($ref->{err} // '', qr/^Wide character in \$\//, '... as readline does');
+}
+
 # ------------------------------------------------------------- round trip
 
 {
@@ -493,7 +582,8 @@ SKIP: {
     is((tied $name)->{n}, 1, 'tied missing file name: file_read_firstline FETCHes once');
 
     tie $name, 'Counted', undef;
-    ok(!eval { file_read_firstline($name); 1 }, 'tied undef file name: croaks');
+    my @w = warnings_of { ok(!defined file_read_firstline($name), 'tied undef file name: undef') };
+    is(scalar @w, 1, 'tied undef file name: one uninitialized warning');
     is((tied $name)->{n}, 1, 'tied undef file name: FETCHed once');
 
     ok(!(tied $name)->{stores} && !(tied $max)->{stores}, 'no STORE on a tied argument');
@@ -557,11 +647,14 @@ SKIP: {
     my $reads = grep { $_->{name} eq 'read' } @{ $r->{calls} };
     cmp_ok($reads, '>', 128, "reference, 1 MiB: $reads reads of 8 KiB (FastFile: 2)");
 
-    # a file bigger than max: no read at all
+    # a file bigger than max: decided on the bytes read (fstat's size is a
+    # hint), and no more than max + 1 of them are read
     $r = strace_call('FastFile::file_get_contents($ARGV[0], 1000)', args => [$file]);
-    is($r->{err}, "file '$file' too long - aborting\n", 'over max by fstat: croaks');
-    is($names->($r), 'openat fstat close', 'over max by fstat: openat, fstat, close (nothing read)')
+    is($r->{err}, "file '$file' too long - aborting\n", 'over max: croaks');
+    is($names->($r), 'openat fstat read close', 'over max: openat, fstat, one read, close')
         or diag($show->($r));
+    @c = $calls->($r);
+    is($c[2] && $len->($c[2]), 1001, 'over max: the read asks for max + 1 bytes');
 
     # file_read_firstline on a short file: one read of 8 KiB
     my $short = "$dir/traced-short";

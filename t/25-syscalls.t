@@ -64,6 +64,26 @@ for my $case ([ '1 byte', 'setup' => 'my $data = "x";', 1 ],
     is_deeply([ temps_in($dir) ], [], "$label: no temp left");
 }
 
+# item 3: $\ (perl -l) is appended with one writev(2) of data and
+# separator: still one write syscall, no copy of the data
+# ($\ is set inside the traced code: the child reports its result with print)
+for my $case ([ '64 KiB + $\\', 'my $data = "y" x 65536;', '"\\n"', [qw(openat writev close rename)], 65537 ],
+              [ 'empty + $\\', 'my $data = "";', '"\\n"', [qw(openat write close rename)], 1 ],
+              [ '$\\ = ""', 'my $data = "abc";', '""', [qw(openat write close rename)], 3 ]) {
+    my ($label, $setup, $ors, $want, $size) = @$case;
+    my $file = "$dir/ors-" . ++$n;
+    my $r = strace_call("local \$\\ = $ors; file_set_contents(\$ARGV[0], \$data)", setup => $setup,
+                        args => [$file], file => $file);
+    ok($r->{traced} && $r->{ok}, "$label: traced call succeeded") or diag($r->{err}, $r->{stderr});
+    my @names = grep { $_ ne 'getpid' } names($r);
+    is("@names", "@$want", "$label: exactly " . join(', ', @$want)) or diag(show($r));
+    my ($w) = calls_named($r, $want->[1]);
+    is($w && $w->{ret}, $size, "$label: one call wrote all $size bytes");
+    like($w ? $w->{args} : '', qr/iov_len=65536\}, \{iov_base="\\n", iov_len=1\}\], 2\z/,
+         "$label: data and separator from their own buffers") if $want->[1] eq 'writev';
+    is(-s $file, $size, "$label: file size");
+}
+
 # the mode argument reaches open(2) as given
 {
     my $file = "$dir/mode";
@@ -146,6 +166,21 @@ my @ten = (setup => 'my $data = "0123456789";');
     like($w[1] ? $w[1]{args} : '', qr/^\d+, "3456789", 7\z/, 'short write: ... starting at byte 3');
 }
 {
+    # item 3: a short writev goes on with write(2) of what is left, in the
+    # data or in the separator (retval= skips the real writev: only the
+    # calls are checked)
+    for my $case ([ 3, [ '"3456789", 7', '"AB", 2' ] ], [ 11, [ '"B", 1' ] ]) {
+        my ($ret, $rest) = @$case;
+        my $file = "$dir/short-writev-" . ++$n;
+        my $r = strace_call('local $\\ = "AB"; file_set_contents($ARGV[0], $data)', setup => 'my $data = "0123456789";',
+                            args => [$file], file => $file, paths => ['%TMP%'],
+                            inject => ["writev:retval=$ret:when=1"]);
+        ok($r->{traced} && $r->{ok}, "short writev ($ret of 12): succeeds") or diag($r->{err}, $r->{stderr});
+        my @w = map { ($_->{args} =~ /^\d+, (.*)\z/)[0] } calls_named($r, 'write');
+        is_deeply(\@w, $rest, "short writev ($ret of 12): the rest with write(2): @$rest") or diag(show($r));
+        is(scalar(calls_named($r, 'writev')), 1, "short writev ($ret of 12): one writev");
+    }
+
     # a real short write: the file size limit (ulimit -f 1: 512 bytes) lets
     # the first write through in part, the next one fails with EFBIG
     my $r = injected('file size limit (real short write, then EFBIG)',

@@ -40,14 +40,37 @@ my $line;
     is_deeply(\@w, [], 'no warning for an upgraded Latin-1 string');
 }
 
-# FATAL: the warning dies, and nothing is written
+# item 4: FATAL never aborts the write (the reference warns from its own
+# scope): the warning is given, not raised, and the file is written
 {
     spew($file, 'old');
-    my $ok = eval { use warnings FATAL => 'utf8'; $line = __LINE__; file_set_contents($file, $wide); 1 };
-    ok(!$ok, 'FATAL utf8: dies');
-    is($@, "Wide character in file_set_contents at $0 line $line.\n", 'FATAL utf8: the warning text');
-    is(slurp($file), 'old', 'FATAL utf8: target unchanged');
-    is_deeply([ temps_in($dir) ], [], 'FATAL utf8: no temp');
+    my @w;
+    my $ok = eval {
+        use warnings FATAL => 'all';
+        @w = warnings_of { $line = __LINE__; file_set_contents($file, $wide) };
+        1;
+    };
+    ok($ok, 'FATAL all: wide characters do not die') or diag($@);
+    is_deeply(\@w, ["Wide character in file_set_contents at $0 line $line.\n"], 'FATAL all: the warning is given');
+    is(slurp($file), "smile \xe2\x98\xba", 'FATAL all: written');
+    is_deeply([ temps_in($dir) ], [], 'FATAL all: no temp');
+
+    $ok = eval { use warnings FATAL => 'utf8'; @w = warnings_of { file_set_contents($file, "$wide!") }; 1 };
+    ok($ok && slurp($file) eq "smile \xe2\x98\xba!", 'FATAL utf8: written') or diag($@);
+    is(scalar @w, 1, 'FATAL utf8: one warning');
+
+    @w = warnings_of { use warnings FATAL => 'all'; no warnings 'utf8'; file_set_contents($file, $wide) };
+    is_deeply(\@w, [], 'FATAL all, then no warnings "utf8": silent');
+
+    # the writer's print, too
+    require FastFile::Writer;
+    $ok = eval {
+        use warnings FATAL => 'all';
+        @w = warnings_of { my $wr = FastFile::Writer->new($file); $wr->print($wide); $wr->commit };
+        1;
+    };
+    ok($ok && slurp($file) eq "smile \xe2\x98\xba", 'FATAL all: the writer\'s print writes') or diag($@);
+    is(scalar @w, 1, 'FATAL all: the writer\'s print warns once');
 }
 
 # undef data: category uninitialized
@@ -75,12 +98,18 @@ my $line;
     like($w[0] // '', qr/^Use of uninitialized value (?:\$u )?in file_set_contents at \Q$0\E line $line\.\n\z/,
          'undef variable: uninitialized warning (the variable name may be given)');
 
+    # item 4: never fatal
     spew($file, 'old');
-    my $ok = eval { use warnings FATAL => 'uninitialized'; file_set_contents($file, undef); 1 };
-    ok(!$ok, 'FATAL uninitialized: dies');
-    like($@, qr/^Use of uninitialized value in file_set_contents at /, 'FATAL uninitialized: the warning text');
-    is(slurp($file), 'old', 'FATAL uninitialized: target unchanged');
-    is_deeply([ temps_in($dir) ], [], 'FATAL uninitialized: no temp');
+    my $ok = eval {
+        use warnings FATAL => 'all';
+        @w = warnings_of { $line = __LINE__; file_set_contents($file, undef) };
+        1;
+    };
+    ok($ok, 'FATAL all: undef data does not die') or diag($@);
+    is_deeply(\@w, ["Use of uninitialized value in file_set_contents at $0 line $line.\n"],
+              'FATAL all: the uninitialized warning is given');
+    is(slurp($file), '', 'FATAL all: the empty file is written');
+    is_deeply([ temps_in($dir) ], [], 'FATAL all: no temp');
 }
 
 # Without any warnings pragma the warnings behave like print's: Wide

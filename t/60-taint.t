@@ -47,8 +47,23 @@ my $file = "$dir/target";
     ok(file_set_contents($file, $data), 'tainted data: works');
     is(slurp($file), "tainted data \xe9", '... content');
 
+    # item 10: a tainted perm dies, as the reference's sysopen does
     my $perm = 0600 . $taint;
-    ok(eval { file_set_contents($file, 'p', $perm); 1 }, 'tainted perm: works') or diag($@);
+    ok(is_tainted($perm), 'perm is tainted');
+    my $line;
+    my $ok = eval { $line = __LINE__; file_set_contents($file, 'p', $perm); 1 };
+    ok(!$ok, 'tainted perm: croaks');
+    is($@, "Insecure dependency in file_set_contents while running with -T switch at $0 line $line.\n",
+       'tainted perm: Insecure dependency message');
+    is(slurp($file), "tainted data \xe9", 'tainted perm: target unchanged');
+    is_deeply([ temps_in($dir) ], [], 'tainted perm: no temp');
+    ok(!eval { sysopen my $fh, "$file.x", 0101, $perm; 1 }, 'sysopen croaks on it too');
+    like($@, qr/^Insecure dependency in sysopen while running with -T switch/, '... in the same words');
+    ok(!-e "$file.x", '... and made no file');
+
+    my ($clean_perm) = $perm =~ /\A(\d+)\z/;
+    ok(file_set_contents($file, 'p', $clean_perm), 'untainted perm: works');
+    ok(file_set_contents($file, $data, { perm => 0600 }), 'tainted data with an options hash: works');
 
     my $name = $file;
     ok(!is_tainted($name), 'an untainted copy stays untainted after a call');

@@ -308,4 +308,30 @@ SKIP: {
     is_deeply([ temps_in($dir) ], [], '... no temp left');
 }
 
+# --- $\ as file_set_contents appends it; a handler pending at the renames runs first ---
+{
+    local $\ = "<ORS>";
+    file_set_contents("$dir/ors-ref", "data");
+    file_set_contents_many(["$dir/ors1" => "data", "$dir/ors2" => ""]);
+    is(slurp("$dir/ors1"), slurp("$dir/ors-ref"), '$\ appended as file_set_contents does');
+    is(slurp("$dir/ors2"), '<ORS>', '... to empty data too');
+    file_set_contents_many(["$dir/ors3" => "d"], { utf8 => 1 });
+    is(slurp("$dir/ors3"), 'd', '... not with utf8');
+    is(file_set_contents_many(["$dir/ors1" => "data"], { if_changed => 1 }), 0,
+       'if_changed compares with $\ appended');
+}
+SKIP: {
+    my $why = have_strace();
+    skip $why, 1 if $why;
+    my @t = map { "$dir/pend$_" } 1 .. 3;
+    spew($_, 'old') for @t;
+    my $r = strace_call('local $SIG{ALRM} = sub { die "late\n" }; FastFile::file_set_contents_many(\@l)',
+                        setup => 'my @l = map { ($_ => "new") } @ARGV;', args => \@t,
+                        inject => ['write:signal=SIGALRM:when=3']);
+    is($r->{err}, "late\n", 'a signal during the last write: its handler dies before the renames');
+    is(join('', map { slurp($_) } @t), 'oldoldold', '... every target untouched');
+    is_deeply([ temps_in($dir) ], [], '... no temp left');
+    ok(!grep({ $_->{name} eq 'renameat' } @{ $r->{calls} }), '... no rename was tried');
+}
+
 done_testing;

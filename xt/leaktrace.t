@@ -20,6 +20,7 @@ BEGIN {
 }
 use File::Spec ();
 use File::Temp ();
+use Math::BigInt ();
 use FastFile qw(:all);
 
 my $HAVE_WRITER = eval { require FastFile::Writer; FastFile::Writer->can('new') } ? 1 : 0;
@@ -76,6 +77,11 @@ my @paths = (
     'fsc tied data'              => sub { file_set_contents($f, $tied) },
     'fsc overloaded data'        => sub { file_set_contents($f, $obj) },
     'fsc number'                 => sub { file_set_contents($f, 42.5) },
+    'fsc $\\ (writev)'            => sub { local $\ = "\n"; file_set_contents($f, "line") },
+    'fsc $\\ upgraded (copy)'     => sub { local $\ = $upg; file_set_contents($f, "line") },
+    'fsc string perm'            => sub { file_set_contents($f, "x", '384') },
+    'fsc object perm'            => sub { file_set_contents($f, "x", Math::BigInt->new(0600)) },
+    'fsc non-numeric perm (warns)' => sub { file_set_contents($f, "x", '384 rw') },
     'fsc temp name taken'        => sub { open my $h, '>', "$f.tmp.$$"; close $h;
                                           file_set_contents($f, "random\n"); unlink "$f.tmp.$$" },
     # options
@@ -114,6 +120,7 @@ my @paths = (
     # file_get_contents
     'fgc'                        => sub { file_get_contents($f) },
     'fgc max'                    => sub { file_get_contents("$dir/big", 10_000) },
+    'fgc max nan'                => sub { file_get_contents("$dir/big", 'nan') },
     'fgc empty file'             => sub { file_get_contents("$dir/empty") },
     'fgc /proc (no size)'        => sub { file_get_contents('/proc/self/status') },
     'croak: fgc too long'        => sub { file_get_contents("$dir/big", 100) },
@@ -124,7 +131,13 @@ my @paths = (
     'frf'                        => sub { file_read_firstline("$dir/big") },
     'frf missing (undef)'        => sub { file_read_firstline("$dir/missing") },
     'frf empty (undef)'          => sub { file_read_firstline("$dir/empty") },
-    'croak: frf directory'       => sub { file_read_firstline("$dir/isdir") },
+    'frf directory (undef)'      => sub { file_read_firstline("$dir/isdir") },
+    'frf $/ undef'               => sub { local $/; file_read_firstline("$dir/big") },
+    'frf $/ paragraph'           => sub { local $/ = ''; file_read_firstline("$dir/big") },
+    'frf $/ \\N'                 => sub { local $/ = \100; file_read_firstline("$dir/big") },
+    'frf $/ string'              => sub { local $/ = 'xyz'; file_read_firstline("$dir/big") },
+    'croak: frf $/ wide'         => sub { local $/ = "\x{263a}"; file_read_firstline("$dir/big") },
+    'frf undef name (warns)'     => sub { file_read_firstline(undef) },
     'frf NUL (undef, ENOENT)'    => sub { file_read_firstline("a\0b") },
 );
 if ($HAVE_WRITER) {

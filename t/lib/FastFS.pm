@@ -13,7 +13,9 @@ package FastFS;
 #   $fs->control('fail write 28 /file.tmp.*');
 #   $fs->unmount;          # also done by DESTROY and an END block
 #
-# See bench/fusefs/README for the control-file protocol.
+# Mounting needs no fuse3 package: as root libfuse3 mounts by itself, as
+# another user FUSE 2's fusermount will do (see _mounter). See
+# bench/fusefs/README for the control-file protocol.
 
 use strict;
 use warnings;
@@ -65,16 +67,46 @@ sub build {
     return '';
 }
 
+# How to mount and unmount here: { unmount => [command], path => dir to put
+# first in the daemon's PATH (or undef) }, or the reason why we cannot.
+#   root: libfuse3 mounts with mount(2) itself (no fusermount at all, as long
+#     as auto_unmount is not asked for) and the daemon unmounts with umount2(2)
+#     on SIGTERM; our own unmount is umount(8) -l.
+#   others: libfuse3 runs fusermount3 (setuid root). FUSE 2's fusermount
+#     speaks the same protocol, so where only it is installed (a Proxmox VE
+#     host: Debian's fuse3 package would remove fuse, which pmxcfs needs) a
+#     private directory with a "fusermount3" symlink to it goes first in the
+#     daemon's PATH.
+my $MOUNTER;
+sub _mounter {
+    return $MOUNTER if $MOUNTER;
+    if ($> == 0) {
+        my $umount = which('umount') // (grep { -x } '/usr/bin/umount', '/bin/umount')[0]
+            // return 'umount(8) missing';
+        return $MOUNTER = { unmount => [ $umount, '-l' ], path => undef };
+    }
+    if (my $fm3 = which('fusermount3')) {
+        return $MOUNTER = { unmount => [ $fm3, '-u', '-z' ], path => undef };
+    }
+    my $fm = which('fusermount')
+        // return 'not root, and neither fusermount3 nor fusermount is installed';
+    my $shim = File::Temp::tempdir('fastfs-bin-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+    symlink $fm, "$shim/fusermount3"
+        or return "cannot link $shim/fusermount3 to $fm: $!";
+    return $MOUNTER = { unmount => [ $fm, '-u', '-z' ], path => $shim };
+}
+
 # '' if fastfs can be used here, otherwise why not (for skip_all).
 sub available {
     return $AVAILABLE if defined $AVAILABLE;
     my $why = '';
+    my $mounter = _mounter();
     if (!-e '/dev/fuse') {
         $why = 'no /dev/fuse';
     } elsif (!-r '/dev/fuse' || !-w _) {
         $why = 'no access to /dev/fuse';
-    } elsif (!which('fusermount3')) {
-        $why = 'fusermount3 missing';
+    } elsif (!ref $mounter) {
+        $why = $mounter;
     } else {
         $why = build();
         if (!$why) {
@@ -93,11 +125,15 @@ sub mount {
     my ($class, %opt) = @_;
     my $why = build();
     die "fastfs: $why\n" if $why;
+    my $mounter = _mounter();
+    die "fastfs: $mounter\n" unless ref $mounter;
     my $max_write = $opt{max_write} || 131072;
     my $dir = File::Temp::tempdir('fastfs-XXXXXX', TMPDIR => 1, CLEANUP => 0);
     my $log = "$dir.log";
-    my @o = ("max_write=$max_write", 'default_permissions', 'auto_unmount',
-             'fsname=fastfs');
+    my @o = ("max_write=$max_write", 'default_permissions', 'fsname=fastfs');
+    # fusermount's watchdog unmounts if the daemon dies; as root there is no
+    # fusermount (asking for it would need fusermount3) and we umount ourselves
+    push @o, 'auto_unmount' if $> != 0;
     push @o, 'direct_io' if $opt{direct_io};
     push @o, 'intr'      if $opt{threads};
     my @cmd = ($BIN, '-f', ($opt{threads} ? () : '-s'),
@@ -113,6 +149,7 @@ sub mount {
     if (!$pid) {
         # die with us even if we are SIGKILLed: see main() in fastfs.c
         $ENV{FASTFS_PARENT_PID} = $parent;
+        $ENV{PATH} = "$mounter->{path}:$ENV{PATH}" if defined $mounter->{path};
         open STDIN, '<', '/dev/null';
         open STDOUT, '>', $log;
         open STDERR, '>&', \*STDOUT;
@@ -120,7 +157,7 @@ sub mount {
             or POSIX::_exit(127);
     }
     my $self = bless { dir => $dir, pid => $pid, owner => $$, log => $log,
-                       max_write => $max_write }, $class;
+                       max_write => $max_write, unmount => $mounter->{unmount} }, $class;
     Scalar::Util::weaken($LIVE{$dir} = $self);
 
     # live once the hidden control file shows up (the bare directory has
@@ -200,7 +237,8 @@ sub _teardown {
         if (defined $pid2 && !$pid2) {
             open STDOUT, '>', '/dev/null';
             open STDERR, '>&', \*STDOUT;
-            exec 'fusermount3', '-u', '-z', $dir
+            my @cmd = (@{ $d->{unmount} }, $dir);
+            exec { $cmd[0] } @cmd
                 or POSIX::_exit(127);
         }
         waitpid($pid2, 0) if $pid2;

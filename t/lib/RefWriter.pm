@@ -13,7 +13,9 @@ package RefWriter;
 #     what Encode's "utf8" (not "UTF-8") gives: byte strings are taken as
 #     Latin-1, surrogates and non-characters pass through;
 #   - else what print() puts out on a handle without layers: a copy printed
-#     into an in-memory file (Latin-1 downgrade; wide characters as UTF-8).
+#     into an in-memory file (Latin-1 downgrade; wide characters as UTF-8),
+#     followed by the caller's $\ when it is defined, as print appends it
+#     (undef data too: print writes nothing for it, then $\).
 
 use strict;
 use warnings;
@@ -27,7 +29,8 @@ our @EXPORT_OK = qw(ref_file_set_contents ref_bytes);
 # Returns ($bytes, $wide): $wide is true when print warned "Wide character".
 sub _bytes {
     my ($data, $force_utf8) = @_;
-    return ('', 0) unless defined $data;
+    return ('', 0) if !defined $data && $force_utf8;
+    $data = '' unless defined $data;    # the caller warns for undef
     if ($force_utf8) {
         my $copy = "$data";
         utf8::encode($copy);
@@ -40,7 +43,7 @@ sub _bytes {
             if ($_[0] =~ /^Wide character in print/) { $wide = 1; return }
             warn $_[0];
         };
-        local ($\, $,);
+        local $,;    # $\ is the caller's: print appends it
         use warnings 'utf8';
         open my $mem, '>', \$buf or die "in-memory handle: $!\n";
         print {$mem} $data or die "print to in-memory handle: $!\n";

@@ -1,0 +1,64 @@
+#!/bin/sh
+# xt/tools/debcheck.sh - the Debian package works (run by `make deb-check` and
+# .ci/run, as root): `make deb` (its build runs the test suite), lintian
+# without errors, the file list, then install it, load the module from the
+# system paths, read its man page, run debian/tests/smoke, and remove it again.
+# Refuses to run where libfastfile-perl is already installed: it would replace
+# and then remove that package.
+#
+# Environment:
+#   PERL   the perl whose Makefile drives `make deb` (default: perl); the
+#          package itself is always built for Debian's /usr/bin/perl
+set -u
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+PERL=${PERL:-perl}
+fail() { echo "debcheck: $*" >&2; exit 1; }
+
+[ "$(id -u)" = 0 ] || fail "needs root (dpkg -i / dpkg -r)"
+for t in dpkg-buildpackage dh lintian man; do
+    command -v $t >/dev/null 2>&1 || fail "$t not installed (Debian: dpkg-dev debhelper lintian man-db)"
+done
+if dpkg-query -W -f '${Status}' libfastfile-perl 2>/dev/null | grep -q 'ok installed'; then
+    fail "libfastfile-perl is installed already: not touching it"
+fi
+
+# dpkg, waiting (up to 5 minutes) while another apt or dpkg holds its lock
+dpkg_waiting() {
+    tries=0
+    while ! dpkg "$@" >"$LOG" 2>&1; do
+        grep -q 'lock' "$LOG" && [ $tries -lt 150 ] || return 1
+        tries=$((tries + 1))
+        sleep 2
+    done
+}
+
+cd "$ROOT" || exit 1
+LOG=$(mktemp "${TMPDIR:-/tmp}/fastfile-deb.XXXXXX") || exit 1
+trap 'rm -f "$LOG"' EXIT
+{ $PERL Makefile.PL && make deb; } >"$LOG" 2>&1 || { cat "$LOG" >&2; fail "make deb failed"; }
+grep -E '^(Files=|Result|t/.* skipped)' "$LOG"
+DEB=$(ls deb-build/libfastfile-perl_*.deb) || fail "no .deb in deb-build/"
+echo "debcheck: built $DEB"
+
+echo "debcheck: lintian (no errors allowed):"
+lintian --fail-on error deb-build/*.changes >"$LOG" 2>&1
+lintian_status=$?
+grep -v '^running with root privileges' "$LOG"
+[ $lintian_status = 0 ] || fail "lintian reports errors"
+
+echo "debcheck: dpkg -c $DEB:"
+dpkg -c "$DEB"
+
+dpkg_waiting -i "$DEB" || { cat "$LOG" >&2; fail "dpkg -i failed"; }
+status=0
+# from /, so no blib/ or lib/ of this tree can be used
+(cd / && perl -MFastFile=:all -e '
+    die "loaded $INC{q{FastFile.pm}}\n" unless $INC{"FastFile.pm"} =~ m{^/usr/lib/};
+    print "debcheck: loads FastFile $FastFile::VERSION from $INC{q{FastFile.pm}}\n"') || status=1
+man -P cat 3pm FastFile 2>/dev/null | grep -q 'file_set_contents' \
+    && echo "debcheck: man 3pm FastFile works" || { echo "debcheck: man 3pm FastFile fails" >&2; status=1; }
+(AUTOPKGTEST_TMP=$(mktemp -d) && sh debian/tests/smoke; r=$?; rm -rf "$AUTOPKGTEST_TMP"; exit $r) || status=1
+dpkg_waiting -r libfastfile-perl || { cat "$LOG" >&2; fail "dpkg -r failed"; }
+[ $status = 0 ] || fail "the installed package does not work"
+echo "debcheck: ok (package removed again)"
