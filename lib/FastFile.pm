@@ -265,7 +265,8 @@ never other processes' data.
 
 =item 4.
 
-The renames, in the caller's order. If rename I<k> fails, the error lists the
+The renames, in the caller's order (a signal handler that became pending
+meanwhile runs first: if it dies, no target has been touched). If rename I<k> fails, the error lists the
 targets already replaced (C<file_set_contents_many: replaced 'A', 'B', then
 close (rename) atomic file 'C' failed: $!>); the others are untouched and no
 temporary file is left. If the first rename fails, the message is
