@@ -450,6 +450,7 @@ int ff_batch_commit(struct ff_batch *b, long pid)
     size_t suffix_len = (size_t)snprintf(suffix, sizeof suffix, ".tmp.%ld", pid);
     int err;
 
+    b->pid = pid;
     /* 1. look: directories, targets, duplicates; name the temps */
     for (i = 0; i < b->n; i++) {
         struct ff_atomic *a = &b->files[i].a;
@@ -500,9 +501,17 @@ void ff_batch_discard(struct ff_batch *b)
 {
     int saved = errno;
     size_t i;
+    int forked = -1;            /* asked only when there is a temp to remove */
 
-    for (i = 0; i < b->n; i++)
-        ff_atomic_discard(&b->files[i].a);
+    for (i = 0; i < b->n; i++) {
+        struct ff_atomic *a = &b->files[i].a;
+
+        if (a->created && forked < 0)
+            forked = (long)getpid() != b->pid;
+        if (forked > 0)
+            a->created = 0;
+        ff_atomic_discard(a);
+    }
     for (i = 0; i < b->ndirs; i++) {
         if (b->dirs[i].fd >= 0)
             close(b->dirs[i].fd);

@@ -61,6 +61,7 @@ struct ff_batch {
                              * replaced (those not unchanged) */
     size_t dup_first, dup_second; /* a target given twice (else (size_t)-1) */
     size_t written;         /* files written (not unchanged) on success */
+    long pid;               /* the process whose temps these are */
     const char *tail;       /* bytes appended to every file ($\), or NULL */
     size_t tail_len;
 };
@@ -80,7 +81,9 @@ int ff_batch_add(struct ff_batch *b, const char *path, const char *buf, size_t l
 int ff_batch_commit(struct ff_batch *b, long pid);
 
 /* Close and unlink whatever is still ours, free everything; keeps errno.
- * Safe to call more than once. */
+ * Safe to call more than once. In a forked child (a signal handler that
+ * forked and exits unwinds the parent's cleanup) the temps are left to
+ * the parent: only closed. */
 void ff_batch_discard(struct ff_batch *b);
 
 #endif

@@ -334,4 +334,21 @@ SKIP: {
     ok(!grep({ $_->{name} eq 'renameat' } @{ $r->{calls} }), '... no rename was tried');
 }
 
+# a handler that forks, and the child exits: its unwinding must not remove
+# the parent's temps (the parent then finishes the batch)
+SKIP: {
+    my $why = have_strace();
+    skip $why, 1 if $why;
+    my @t = map { "$dir/fork$_" } 1 .. 3;
+    spew($_, 'old') for @t;
+    my $r = strace_call('local $SIG{ALRM} = sub { my $p = fork; if (!$p) { exit 0 } waitpid $p, 0 };'
+                        . ' print "wrote ", FastFile::file_set_contents_many(\@l), "\n"',
+                        setup => 'my @l = map { ($_ => "new") } @ARGV;', args => \@t,
+                        inject => ['write:signal=SIGALRM:when=2']);
+    ok($r->{ok}, 'a handler forks mid-batch and the child exits: the batch still succeeds')
+        or diag $r->{err};
+    is(join('', map { slurp($_) } @t), 'newnewnew', '... every file written');
+    is_deeply([ temps_in($dir) ], [], '... no temp left');
+}
+
 done_testing;
