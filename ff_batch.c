@@ -48,6 +48,7 @@ int ff_batch_init(struct ff_batch *b, size_t n, const struct ff_options *opt,
     b->opt = *opt;
     b->intr = intr;
     b->failed = b->dup_first = b->dup_second = FF_NONE;
+    b->tail = "";
     b->files = n ? calloc(n, sizeof *b->files) : NULL;
     b->cap = b->files ? n : 0;
     return n && !b->files ? ENOMEM : 0;

@@ -62,7 +62,7 @@ struct ff_batch {
     size_t dup_first, dup_second; /* a target given twice (else (size_t)-1) */
     size_t written;         /* files written (not unchanged) on success */
     long pid;               /* the process whose temps these are */
-    const char *tail;       /* bytes appended to every file ($\), or NULL */
+    const char *tail;       /* bytes appended to every file ($\), else "" */
     size_t tail_len;
 };
 
