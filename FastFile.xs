@@ -1062,3 +1062,5 @@ file_read_firstline(SV *filename, ...)
     XPUSHs(line);
 
 INCLUDE: Writer.xsh
+
+INCLUDE: Batch.xsh

@@ -603,3 +603,25 @@ void ff_close_read(int fd)
     close(fd);
     errno = saved;
 }
+
+/* The pieces ff_batch.c shares (see ff_io.h). */
+
+char *ff_dir_of(const char *path)
+{
+    return dir_of(path);
+}
+
+int ff_atomic_preserve(struct ff_atomic *a)
+{
+    return preserve_old(a);
+}
+
+int ff_atomic_rename_noreplace(struct ff_atomic *a)
+{
+    return rename_noreplace(a);
+}
+
+unsigned long long ff_random_bits(void)
+{
+    return random_bits();
+}

@@ -162,4 +162,15 @@ int ff_read_full(int fd, char *buf, size_t len, size_t *got, const struct ff_ein
 /* close(2) an fd that was only read; its result cannot mean lost data. */
 void ff_close_read(int fd);
 
+/* Pieces of the single-file path that ff_batch.c reuses. */
+
+/* The directory part of path as a new string ("." when there is none). */
+char *ff_dir_of(const char *path);
+/* preserve: owner, then mode, of a->old onto the open temp. */
+int ff_atomic_preserve(struct ff_atomic *a);
+/* noclobber: rename a->temp to a->target without replacing anything. */
+int ff_atomic_rename_noreplace(struct ff_atomic *a);
+/* 64 random bits for a temp name's suffix. */
+unsigned long long ff_random_bits(void);
+
 #endif

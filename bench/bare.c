@@ -14,6 +14,9 @@
  *                            /bare-mark-end) that strace can find
  *   bare rss   FILE SIZE N   N calls (0: just fill the buffer), then prints
  *                            the peak RSS in KiB (VmHWM)
+ *   bare spread FILE SIZE N  like time, but the calls go round 64 files
+ *                            FILE.0 .. FILE.63 (bench/batch.pl: the floor
+ *                            for a batch, which writes distinct files)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -26,6 +29,8 @@
 
 static const char *file;
 static char tmp[4096];
+#define SPREAD 64
+static char spread_file[SPREAD][4096], spread_tmp[SPREAD][4096];
 static char *buf;
 static size_t size;
 
@@ -121,6 +126,25 @@ int main(int argc, char **argv)
 			one_call();
 		if (chdir("/bare-mark-end") == 0)
 			return 3;
+	} else if (strcmp(mode, "spread") == 0) {
+		long long t0;
+		const char *name = file;
+		for (int k = 0; k < SPREAD; k++) {
+			snprintf(spread_file[k], sizeof spread_file[k], "%s.%d", name, k);
+			snprintf(spread_tmp[k], sizeof spread_tmp[k], "%s.tmp.%d", spread_file[k], (int) getpid());
+		}
+		for (int k = 0; k < SPREAD; k++) {   /* untimed: the files exist */
+			file = spread_file[k];
+			strcpy(tmp, spread_tmp[k]);
+			one_call();
+		}
+		t0 = now_ns();
+		for (long i = 0; i < n; i++) {
+			file = spread_file[i % SPREAD];
+			strcpy(tmp, spread_tmp[i % SPREAD]);
+			one_call();
+		}
+		printf("%lld\n", now_ns() - t0);
 	} else if (strcmp(mode, "rss") == 0) {
 		for (long i = 0; i < n; i++)
 			one_call();

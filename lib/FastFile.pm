@@ -7,7 +7,8 @@ our $VERSION = '0.02';
 
 use Exporter 5.57 'import';
 our @EXPORT      = qw(file_set_contents);
-our @EXPORT_OK   = qw(file_set_contents file_get_contents file_read_firstline atomic_writer);
+our @EXPORT_OK   = qw(file_set_contents file_set_contents_many file_get_contents
+                      file_read_firstline atomic_writer);
 our %EXPORT_TAGS = (all => \@EXPORT_OK);
 
 require XSLoader;
@@ -33,6 +34,7 @@ FastFile - write whole files atomically with the fewest syscalls, read them back
   my $config = file_get_contents('/etc/pve/storage.cfg');
   my $first  = file_read_firstline('/proc/sys/kernel/hostname');
   file_set_contents($file, $data, { fsync => 1, preserve => 1, if_changed => 1 });
+  file_set_contents_many([ $conf => $text, $fw => $rules ], { fsync => 1 });
 
 =head1 DESCRIPTION
 
@@ -230,6 +232,83 @@ Data goes to a C buffer (1 MiB by default) that is written with one
 C<write(2)> each time it fills; C<commit> publishes the file, and a writer
 destroyed without C<commit> removes its temporary file. Exported on request.
 
+=head2 file_set_contents_many
+
+  my $written = file_set_contents_many([ $file1 => $data1, $file2 => $data2, ... ]);
+  my $written = file_set_contents_many([ ... ], \%options);
+
+Replaces several files, each atomically, with one durability barrier for all
+of them. Each file gets exactly the bytes C<file_set_contents> would write for
+it (with the options' C<utf8>), and the options are those of
+C<file_set_contents>, applying to every file. Returns the number of files
+written (with C<if_changed>, the identical ones are not counted). Exported on
+request and with C<:all>.
+
+In this order:
+
+=over 4
+
+=item 1.
+
+Every argument is read (get-magic and overloading once each), and every
+target is looked at: a file given twice (under any name of the same
+directory), a target that is a directory, a missing directory (without
+C<mkdir>), an existing target under C<noclobber> are errors here, before any
+file is created.
+
+=item 2.
+
+Every temporary file is created and written in full. If one of these steps
+fails, every temporary file of the batch is removed and no target has been
+touched; the error is C<file_set_contents>'s, naming that file.
+
+=item 3.
+
+With C<< fsync => 1 >>: one barrier covers the data of all the temporary
+files: C<sync_file_range> starts each one's writeback as soon as it is written,
+then C<fdatasync> of each mostly finds its data on disk already (on ext4 one
+journal commit serves many files). This flushes only the batch's own files,
+never other processes' data.
+
+=item 4.
+
+The renames, in the caller's order (a signal handler that became pending
+meanwhile runs first: if it dies, no target has been touched). If rename I<k> fails, the error lists the
+targets already replaced (C<file_set_contents_many: replaced 'A', 'B', then
+close (rename) atomic file 'C' failed: $!>); the others are untouched and no
+temporary file is left. If the first rename fails, the message is
+C<file_set_contents>'s.
+
+=item 5.
+
+With C<< fsync => 1 >>: each distinct directory is fsynced once, and with
+C<mkdir> also the parent of each directory the call made (else a crash could
+lose the new directory with everything in it). When the call returns, every
+file is durable.
+
+=back
+
+B<What survives a crash.> With C<fsync>, at any moment of the call every
+target is its old or its new contents, also after a power loss; all are new
+and durable once the call has returned (targets in one directory become
+durable together, with its fsync). Without C<fsync>, the files are replaced
+atomically for every running process, but a crash can lose the new contents
+(the old remain) and, if the directory reaches the disk before the data
+(another program fsyncs it, or the filesystem commits it), leave a target
+empty or partly written. F<t/72-batch-crash.t> checks this after every
+request of a batch on a filesystem that models exactly these rules.
+
+B<Cost.> Per file without C<fsync>: C<newfstatat>, C<openat>, C<write>,
+C<close>, C<renameat>, relative to one open descriptor of its directory (so
+the kernel does not walk the path again for each), plus per batch C<openat>
+and C<close> of each directory (and C<fstat> when there are several) and at
+most one C<getpid>. With C<fsync>, per file C<sync_file_range> and
+C<fdatasync>, per directory one C<fsync>. The C<newfstatat> is what lets a
+directory target fail before anything is renamed; C<preserve> and
+C<if_changed> use its result. With C<fsync>, at most 256 temporary files are
+open at once (the barrier runs per group of 256). While the call runs, the
+data scalars are read-only (a signal handler that tries to change one dies).
+
 =head1 DIAGNOSTICS
 
 =head2 Exceptions
@@ -279,6 +358,19 @@ NFS and FUSE report write errors here.
 
 =item C<file 'FILENAME' exists but open for reading failed - $!>
 
+=item C<file_set_contents_many: replaced 'A', 'B', then close (rename) atomic file 'FILENAME' failed: $!>
+
+A rename of a batch failed after others had succeeded: the targets listed are
+new, all others untouched.
+
+=item C<file_set_contents_many: 'FILENAME' is given twice>, C<file_set_contents_many: 'A' and 'B' are the same file>
+
+=item C<unable to replace 'FILENAME' - Is a directory>
+
+A target of a batch is a directory.
+
+=item C<file_set_contents_many: expects an array reference of file =E<gt> data pairs>, C<file_set_contents_many: odd number of elements: expects file =E<gt> data pairs>, C<file_set_contents_many: options must be a hash reference>
+
 =item C<Insecure dependency in file_set_contents while running with -T switch>
 
 A tainted C<$filename>, as for C<open>, or a tainted C<$perm>, as for
@@ -302,6 +394,8 @@ the reference's name C<print> or C<open>.
 =over 4
 
 =item C<Wide character in file_set_contents> (category C<utf8>)
+
+(C<... in file_set_contents_many> for a batch.)
 
 The data has characters above 0xFF and C<$force_utf8> is false: it is written
 as UTF-8, as C<print> does. On by default, off with C<no warnings 'utf8'>.

@@ -39,6 +39,9 @@ my @thr = map {
             my $c = content($t, $i);
             eval { file_set_contents("$dir/own-$t", $c); 1 } or push @errors, "own $i: $@";
             eval { file_set_contents($shared, $c, 0640); 1 } or push @errors, "shared $i: $@";
+            # a batch too: its own files, and a shared one (colliding temps)
+            eval { FastFile::file_set_contents_many(["$dir/batch-$t" => $c, "$shared-batch" => $c]); 1 }
+                or push @errors, "batch $i: $@";
             if ($i % 50 == 0) {    # own file is exactly what this thread wrote last
                 open my $fh, '<:raw', "$dir/own-$t" or push @errors, "read own: $!";
                 local $/;
@@ -56,11 +59,14 @@ alarm 0;
 for my $t (1 .. $THREADS) {
     is($errors[ $t - 1 ], '', "thread $t: no error");
     ok(slurp("$dir/own-$t") eq content($t, $WRITES), "thread $t: own file has its last write");
+    ok(slurp("$dir/batch-$t") eq content($t, $WRITES), "thread $t: its batch's file has its last write");
 }
 my $s = slurp($shared);
 my ($t) = $s =~ /^thread (\d) write \Q$WRITES\E\n/;
 ok(defined $t, 'shared file holds some thread\'s last write') or diag(substr($s, 0, 40));
 ok(defined $t && $s eq content($t, $WRITES), 'shared file is complete');
+my $sb = slurp("$shared-batch");
+ok(scalar(grep { $sb eq content($_, $WRITES) } 1 .. $THREADS), 'the shared file of the batches is complete');
 is_deeply([ temps_in($dir) ], [], 'no temps left');
 
 # A writer's copy in a new thread (CLONE_SKIP): an unblessed reference to

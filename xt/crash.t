@@ -2,6 +2,8 @@
 # Crash test (make xtest): 1000 rounds of a child replacing a 4 MiB file
 # while the parent SIGKILLs it at a random moment. After every kill the
 # target must be exactly the old or the new content, never a mix or a part.
+# Some rounds write it with file_set_contents_many, together with two side
+# files (with and without fsync): each of them must be old or new, too.
 # Killed writers leave their temp files behind (expected: a SIGKILL runs no
 # cleanup; the POD documents them): they are counted, reported and removed.
 #
@@ -51,6 +53,14 @@ my @HOW = (
     ['file_set_contents positional', sub { file_set_contents($target, $_[0], 0644, 1) }],
     ['file_set_contents {perm}',     sub { file_set_contents($target, $_[0], { perm => 0640 }) }],
 );
+my @SIDES = ("$dir/side1.cfg", "$dir/side2.cfg");
+sub side_content { my ($content, $i) = @_; return substr($content, 4096 * $i, 65536) }
+for my $fsync (0, 1) {
+    push @HOW, ["file_set_contents_many 3 files" . ($fsync ? ' {fsync}' : ''), sub {
+        file_set_contents_many([ $SIDES[0] => side_content($_[0], 1), $target => $_[0],
+                                 $SIDES[1] => side_content($_[0], 2) ], { fsync => $fsync });
+    }];
+}
 push @HOW, ['FastFile::Writer 1 MiB buffer', sub {
     my $w = FastFile::Writer->new($target, { perm => 0644 });
     $w->print($_[0]);
@@ -105,6 +115,16 @@ for my $round (1 .. $ROUNDS) {
             $round, $how->[0], $delay * 1000, length $got;
         # go on from whatever is there, as a file_set_contents user would
         $which = 'old';
+    }
+    for my $i (1, 2) {      # a batch's side files: old or new (or not written yet)
+        my $side = $SIDES[$i - 1];
+        next unless -e $side;
+        open my $sh, '<:raw', $side or die "open $side: $!";
+        my $s = do { local $/; <$sh> };
+        next if grep { $s eq side_content($_, $i) } @CONTENT;
+        $n{bad}++;
+        push @bad, sprintf 'round %d (%s): side file %d: %d bytes, neither old nor new',
+            $round, $how->[0], $i, length $s;
     }
     $n{$killed ? $which : 'finished'}++;
     $by_how{ $how->[0] }++;

@@ -106,6 +106,17 @@ my @paths = (
     'croak: noclobber exists'    => sub { file_set_contents($f, 'x', { noclobber => 1 }) },
     'croak: mkdir fails'         => sub { file_set_contents("$f/sub/x", 'x', { mkdir => 1 }) },
     'croak: FETCH dies'          => sub { file_set_contents($f, $dies) },
+    # file_set_contents_many
+    'many'                       => sub { file_set_contents_many(["$dir/b1" => "x", "$dir/b2" => $latin, "$dir/m/b3" => $tied]) },
+    'many {fsync, utf8}'         => sub { file_set_contents_many(["$dir/b1" => $wide, "$dir/b2" => $obj], { fsync => 1, utf8 => 1 }) },
+    'many {if_changed, preserve}' => sub { file_set_contents_many(["$dir/b1" => "same", "$dir/b2" => "y"], { if_changed => 1, preserve => 1 }) },
+    'many {mkdir} two dirs'      => sub { file_set_contents_many(["$dir/mm/x" => 1, "$dir/b1" => 2], { mkdir => 1 }) },
+    'croak: many twice'          => sub { file_set_contents_many(["$dir/b1" => 1, "$dir/b1" => 2]) },
+    'croak: many dir target'     => sub { file_set_contents_many(["$dir/b1" => 1, "$dir/isdir" => 2]) },
+    'croak: many no dir'         => sub { file_set_contents_many(["$dir/b1" => 1, "$dir/nodir/x" => 2]) },
+    'croak: many odd'            => sub { file_set_contents_many(["$dir/b1"]) },
+    'croak: many FETCH dies'     => sub { file_set_contents_many(["$dir/b1" => 1, "$dir/b2" => $dies]) },
+    'croak: many rename'         => sub { file_set_contents_many(["$dir/b1" => 1, "$dir/fulldir" => 2]) },
     # file_get_contents
     'fgc'                        => sub { file_get_contents($f) },
     'fgc max'                    => sub { file_get_contents("$dir/big", 10_000) },

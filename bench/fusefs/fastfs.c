@@ -51,6 +51,14 @@ struct node {
 	struct entry *ents;         /* directory entries, in creation order */
 	size_t nents, cap_ents;
 	int opens;                  /* open handles keep unlinked files alive */
+	/* the durability model: what survives a "crash" */
+	char *ddata;                /* contents as of the last fsync */
+	size_t dsize;
+	struct entry *dents;        /* directory entries as of the last fsyncdir */
+	size_t ndents;
+	int drefs;                  /* durable entries naming this node */
+	unsigned long long mark;    /* crash: visited in pass number mark */
+	struct node *copy;          /* crash: its restored copy (hard links) */
 };
 
 /* fi->fh points to one of these; the control file gets a text snapshot. */
@@ -70,7 +78,7 @@ static struct {
 		bytes_stored, write_errors, read_requests, create_requests,
 		open_requests, flush_requests, release_requests, rename_requests,
 		fsync_requests, unlink_requests, truncate_requests, faults_injected,
-		interrupted;
+		interrupted, fsyncdir_requests, requests, crashes;
 } st;
 static unsigned sizes[NSIZES];      /* ring buffer of the last write sizes */
 static unsigned long long nsizes;   /* total recorded, ring index = n % N */
@@ -79,6 +87,11 @@ static struct rule rules[MAX_RULES];
 static int nrules;
 static struct node *root;
 static ino_t next_ino = 1;
+/* "crashpoint N": after request number crash_at the durable state is
+ * copied to crash_image, which "crash" then makes the whole tree */
+static unsigned long long crash_at;
+static struct node *crash_image;
+static unsigned long long crash_pass;
 static unsigned max_write_seen;
 static struct fuse_conn_info_opts *conn_opts;  /* -o max_write=N etc. */
 
@@ -109,6 +122,12 @@ static void unlock_cb(int *unused) { (void) unused; pthread_mutex_unlock(&big); 
 /* Holds the big lock until the enclosing function returns. */
 #define LOCKED __attribute__((cleanup(unlock_cb), unused)) \
 	int lock_guard_ = pthread_mutex_lock(&big)
+static void tick(void);
+static void tick_cb(int *counted) { if (*counted) tick(); }
+/* After LOCKED: counts the request (for "crashpoint") when the function
+ * returns, still locked. The control file's traffic is NOT_COUNTED. */
+#define COUNTED __attribute__((cleanup(tick_cb))) int counted_ = 1
+#define NOT_COUNTED (counted_ = 0)
 
 static struct timespec now(void)
 {
@@ -133,11 +152,15 @@ static struct node *new_node(mode_t mode, uid_t uid, gid_t gid)
 	return n;
 }
 
+static void drop_dents(struct node *dir);
+
 static void maybe_free(struct node *n)
 {
-	if (n->nlink > 0 || n->opens > 0)
+	if (n->nlink > 0 || n->opens > 0 || n->drefs > 0)
 		return;
+	drop_dents(n);
 	free(n->data);
+	free(n->ddata);
 	free(n->ents);  /* only ever empty here: rmdir insists */
 	free(n);
 }
@@ -296,6 +319,210 @@ static int resize(struct node *n, off_t size)
 	return 0;
 }
 
+/* ---------- the durability model ----------
+ *
+ * A file's data is volatile until an fsync (or fdatasync) of it copies it
+ * to ddata; a directory's entries (create, rename, unlink, link) are
+ * volatile until an fsyncdir of it copies them to dents. "crash" replaces
+ * the tree by its durable state: every directory holds its dents, every
+ * file its ddata. Stricter than any real filesystem (ext4's journal would
+ * keep more), so what survives here survives there. */
+
+/* Forgets dir's durable entries (their nodes may go with them). */
+static void drop_dents(struct node *dir)
+{
+	struct entry *d = dir->dents;
+	size_t n = dir->ndents;
+
+	dir->dents = NULL;
+	dir->ndents = 0;
+	for (size_t i = 0; i < n; i++) {
+		free(d[i].name);
+		d[i].node->drefs--;
+		maybe_free(d[i].node);
+	}
+	free(d);
+}
+
+/* fsync: the file's data as it is now becomes durable. */
+static int sync_data(struct node *n)
+{
+	char *d = n->size ? malloc(n->size) : NULL;
+
+	if (n->size && !d)
+		return -ENOMEM;
+	if (n->size)
+		memcpy(d, n->data, n->size);
+	free(n->ddata);
+	n->ddata = d;
+	n->dsize = n->size;
+	return 0;
+}
+
+/* fsyncdir: the directory's entries as they are now become durable. */
+static int sync_entries(struct node *dir)
+{
+	struct entry *d = dir->nents ? calloc(dir->nents, sizeof *d) : NULL;
+
+	if (dir->nents && !d)
+		return -ENOMEM;
+	for (size_t i = 0; i < dir->nents; i++) {
+		if (!(d[i].name = strdup(dir->ents[i].name))) {
+			while (i--)
+				free(d[i].name);
+			free(d);
+			return -ENOMEM;
+		}
+		d[i].node = dir->ents[i].node;
+		d[i].node->drefs++;     /* before drop_dents can free it */
+	}
+	drop_dents(dir);
+	dir->dents = d;
+	dir->ndents = dir->nents;
+	return 0;
+}
+
+/* "sync": everything durable, as sync(2) would make it (test setup). */
+static int sync_all(struct node *n)
+{
+	int r = S_ISDIR(n->mode) ? sync_entries(n) : sync_data(n);
+
+	for (size_t i = 0; r == 0 && S_ISDIR(n->mode) && i < n->nents; i++)
+		r = sync_all(n->ents[i].node);
+	return r;
+}
+
+/* A new tree made of n's durable state (NULL on ENOMEM): what a machine
+ * that crashed now would find. Hard links stay one node. */
+static struct node *restore(struct node *n)
+{
+	struct node *m;
+
+	if (n->mark == crash_pass)
+		return n->copy;
+	n->mark = crash_pass;
+	if (!(m = n->copy = calloc(1, sizeof *m)))
+		return NULL;
+	m->mode = n->mode;
+	m->uid = n->uid;
+	m->gid = n->gid;
+	m->ino = n->ino;        /* the kernel sees the same inode numbers */
+	m->atime = n->atime;
+	m->mtime = n->mtime;
+	m->ctime = n->ctime;
+	if (S_ISDIR(n->mode)) {
+		m->nlink = 1;   /* "."; its parent's entry and subdirs' ".." follow */
+		for (size_t i = 0; i < n->ndents; i++) {
+			struct node *c = restore(n->dents[i].node);
+			if (!c || add_entry(m, n->dents[i].name, c) < 0)
+				return NULL;
+			if (S_ISDIR(c->mode))
+				m->nlink++;
+		}
+		if (sync_entries(m) < 0)
+			return NULL;
+	} else {
+		if (n->dsize && !(m->data = malloc(n->dsize)))
+			return NULL;
+		if (n->dsize)
+			memcpy(m->data, n->ddata, n->dsize);
+		m->size = m->cap = n->dsize;
+		if (sync_data(m) < 0)
+			return NULL;
+	}
+	return m;
+}
+
+static struct node *restore_tree(struct node *r)
+{
+	struct node *m;
+
+	crash_pass++;
+	if (!(m = restore(r)))
+		return NULL;  /* a test filesystem: the half copy is leaked */
+	m->nlink++;  /* the root's ".." */
+	return m;
+}
+
+/* Collects every node of the tree at n (once) into *all. */
+static int collect(struct node *n, struct node ***all, size_t *len, size_t *cap)
+{
+	if (n->mark == crash_pass)
+		return 0;
+	n->mark = crash_pass;
+	if (*len == *cap) {
+		size_t c = *cap ? 2 * *cap : 64;
+		struct node **a = realloc(*all, c * sizeof *a);
+		if (!a)
+			return -ENOMEM;
+		*all = a;
+		*cap = c;
+	}
+	(*all)[(*len)++] = n;
+	for (size_t i = 0; i < n->nents; i++)
+		if (collect(n->ents[i].node, all, len, cap) < 0)
+			return -ENOMEM;
+	for (size_t i = 0; i < n->ndents; i++)
+		if (collect(n->dents[i].node, all, len, cap) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
+/* Lets go of a tree that a crash replaced (or an unused image): its
+ * nodes are unlinked; those still open live on until released. */
+static void free_tree(struct node *r)
+{
+	struct node **all = NULL;
+	size_t len = 0, cap = 0;
+
+	crash_pass++;
+	if (collect(r, &all, &len, &cap) < 0) {
+		free(all);
+		return;  /* a test filesystem: leaked, not corrupted */
+	}
+	for (size_t i = 0; i < len; i++) {
+		struct node *n = all[i];
+		for (size_t k = 0; k < n->nents; k++)
+			free(n->ents[k].name);
+		for (size_t k = 0; k < n->ndents; k++)
+			free(n->dents[k].name);
+		free(n->ents);
+		free(n->dents);
+		n->ents = n->dents = NULL;
+		n->nents = n->ndents = 0;
+		n->nlink = 0;
+		n->drefs = 0;
+	}
+	for (size_t i = 0; i < len; i++)
+		maybe_free(all[i]);
+	free(all);
+}
+
+/* "crash": the tree becomes the durable state (as of the crashpoint if
+ * one was reached). */
+static int crash(void)
+{
+	struct node *old = root, *fresh = crash_image;
+
+	if (!fresh && !(fresh = restore_tree(root)))
+		return -ENOMEM;
+	crash_image = NULL;
+	crash_at = 0;
+	root = fresh;
+	free_tree(old);
+	st.crashes++;
+	return 0;
+}
+
+/* Called after every request (but the control file's): takes the
+ * crashpoint's image when its request has been handled. */
+static void tick(void)
+{
+	st.requests++;
+	if (crash_at && st.requests == crash_at && !crash_image)
+		crash_image = restore_tree(root);
+}
+
 /* ---------- fault rules ---------- */
 
 static int matches(const char *pattern, const char *path)
@@ -382,6 +609,21 @@ static int command(char *line)
 		clear_rules();
 		return 0;
 	}
+	if (strcmp(word, "sync") == 0)
+		return sync_all(root);
+	if (strcmp(word, "crash") == 0)
+		return crash();
+	if (strcmp(word, "crashpoint") == 0 &&
+	    sscanf(line, "%*s %ld", &a) == 1 && a >= 0) {
+		if (crash_image)
+			free_tree(crash_image);
+		crash_image = NULL;
+		crash_at = 0;
+		if (a == 0)
+			return (crash_image = restore_tree(root)) ? 0 : -ENOMEM;
+		crash_at = st.requests + a;
+		return 0;
+	}
 	if (strcmp(word, "fail") == 0 &&
 	    sscanf(line, "%*s %15s %ld %4095s", opname, &a, path) == 3 &&
 	    (op = parse_op(opname)) >= 0 && a > 0 && a < 4096)
@@ -429,8 +671,10 @@ static int ctl_snapshot(struct handle *h)
 	KV(create_requests); KV(open_requests); KV(flush_requests);
 	KV(release_requests); KV(rename_requests); KV(fsync_requests);
 	KV(unlink_requests); KV(truncate_requests); KV(faults_injected);
-	KV(interrupted);
+	KV(interrupted); KV(fsyncdir_requests); KV(requests); KV(crashes);
 #undef KV
+	/* 1 while a crashpoint waits for its request */
+	fprintf(f, "crashpoint_pending %d\n", crash_at && !crash_image);
 	fprintf(f, "rules %d\nmax_write %u\nwrite_sizes ", nrules, max_write_seen);
 	first = nsizes > NSIZES ? nsizes - NSIZES : 0;
 	for (unsigned long long i = first; i < nsizes; i++)
@@ -467,6 +711,10 @@ static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	/* the high-level API gives each hard link its own kernel inode, so
 	 * cached attributes could go stale; GETATTRs are not what we count */
 	cfg->attr_timeout = 0;
+	/* and names are looked up afresh: after a "crash" the kernel must
+	 * not remember entries the tree no longer has */
+	cfg->entry_timeout = 0;
+	cfg->negative_timeout = 0;
 	cfg->nullpath_ok = 0;   /* we want paths (for rules) whenever known */
 	cfg->direct_io = opts.direct_io;
 	cfg->intr = opts.intr;  /* see main() for the signal handler */
@@ -486,9 +734,11 @@ static int fs_getattr(const char *path, struct stat *sb,
 	struct handle *h = H(fi);
 	struct node *n;
 	LOCKED;
+	COUNTED;
 
 	memset(sb, 0, sizeof *sb);
 	if ((h && h->is_ctl) || is_ctl(path)) {
+		NOT_COUNTED;
 		sb->st_ino = UINT32_MAX;       /* far above any real node */
 		sb->st_mode = S_IFREG | 0666;  /* size 0: read via direct_io */
 		sb->st_nlink = 1;
@@ -517,8 +767,11 @@ static int fs_getattr(const char *path, struct stat *sb,
 static int fs_access(const char *path, int mask)
 {
 	LOCKED;
+	COUNTED;
 
 	(void) mask;
+	if (is_ctl(path))
+		NOT_COUNTED;
 	return is_ctl(path) || lookup(path) ? 0 : -errno;
 }
 
@@ -527,6 +780,7 @@ static int fs_readlink(const char *path, char *buf, size_t size)
 	struct node *n;
 	size_t len;
 	LOCKED;
+	COUNTED;
 
 	if (!(n = lookup(path)))
 		return -errno;
@@ -542,6 +796,7 @@ static int fs_mkdir(const char *path, mode_t mode)
 {
 	struct node *n;
 	LOCKED;
+	COUNTED;
 
 	return make_node(path, S_IFDIR | (mode & 07777), &n);
 }
@@ -551,6 +806,7 @@ static int fs_symlink(const char *target, const char *path)
 	struct node *n;
 	int r;
 	LOCKED;
+	COUNTED;
 
 	if ((r = make_node(path, S_IFLNK | 0777, &n)) < 0)
 		return r;
@@ -566,6 +822,7 @@ static int fs_unlink(const char *path)
 	struct entry *e;
 	int r;
 	LOCKED;
+	COUNTED;
 
 	st.unlink_requests++;
 	if (is_ctl(path))
@@ -588,6 +845,7 @@ static int fs_rmdir(const char *path)
 	struct node *dir;
 	struct entry *e;
 	LOCKED;
+	COUNTED;
 
 	if (!(dir = lookup_parent(path, &leaf)))
 		return -errno;
@@ -616,6 +874,7 @@ static int fs_rename(const char *from, const char *to, unsigned int flags)
 	struct entry *fe, *te;
 	int r;
 	LOCKED;
+	COUNTED;
 
 	st.rename_requests++;
 	if (is_ctl(from) || is_ctl(to))
@@ -680,6 +939,7 @@ static int fs_link(const char *from, const char *to)
 	const char *leaf;
 	struct node *n, *dir;
 	LOCKED;
+	COUNTED;
 
 	if (is_ctl(from) || is_ctl(to))
 		return -EPERM;
@@ -699,6 +959,7 @@ static int fs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
 	struct node *n;
 	LOCKED;
+	COUNTED;
 
 	if (!(n = node_of(path, fi)))
 		return -errno;  /* also for the control file */
@@ -712,6 +973,7 @@ static int fs_chown(const char *path, uid_t uid, gid_t gid,
 {
 	struct node *n;
 	LOCKED;
+	COUNTED;
 
 	if (!(n = node_of(path, fi)))
 		return -errno;
@@ -728,9 +990,10 @@ static int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 	struct node *n;
 	int r;
 	LOCKED;
+	COUNTED;
 
 	if (is_ctl(path) || (H(fi) && H(fi)->is_ctl))
-		return 0;  /* open(">") of the control file truncates it */
+		return NOT_COUNTED;  /* open(">") of the control file truncates it */
 	st.truncate_requests++;
 	if ((r = fault(OP_TRUNCATE, path)))
 		return r;
@@ -745,9 +1008,10 @@ static int fs_utimens(const char *path, const struct timespec tv[2],
 	struct node *n;
 	struct timespec t = now();
 	LOCKED;
+	COUNTED;
 
 	if (is_ctl(path) || (H(fi) && H(fi)->is_ctl))
-		return 0;  /* touch */
+		return NOT_COUNTED;  /* touch */
 	if (!(n = node_of(path, fi)))
 		return -errno;
 	if (!tv || tv[0].tv_nsec != UTIME_OMIT)
@@ -775,6 +1039,7 @@ static int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 	struct node *n;
 	int r;
 	LOCKED;
+	COUNTED;
 
 	if (is_ctl(path))
 		return -EEXIST;
@@ -809,6 +1074,7 @@ static int fs_open(const char *path, struct fuse_file_info *fi)
 		return 0;
 	}
 	LOCKED;
+	COUNTED;
 	st.open_requests++;
 	if ((r = fault(OP_OPEN, path)))
 		return r;
@@ -831,8 +1097,10 @@ static int fs_read(const char *path, char *buf, size_t size, off_t off,
 	size_t len;
 	int r;
 	LOCKED;
+	COUNTED;
 
 	if (h->is_ctl) {
+		NOT_COUNTED;
 		src = h->text;
 		len = h->len;
 	} else {
@@ -881,6 +1149,7 @@ static int fs_write(const char *path, const char *buf, size_t size,
 	if (h->is_ctl)
 		return ctl_write(buf, size);
 	LOCKED;
+	COUNTED;
 	st.write_requests++;
 	st.write_bytes += size;
 	if (size > st.write_max)
@@ -922,9 +1191,10 @@ static int fs_statfs(const char *path, struct statvfs *sv)
 static int fs_flush(const char *path, struct fuse_file_info *fi)
 {
 	LOCKED;
+	COUNTED;
 
 	if (H(fi)->is_ctl)
-		return 0;
+		return NOT_COUNTED;
 	st.flush_requests++;
 	return fault(OP_FLUSH, path);
 }
@@ -933,9 +1203,11 @@ static int fs_release(const char *path, struct fuse_file_info *fi)
 {
 	struct handle *h = H(fi);
 	LOCKED;
+	COUNTED;
 
 	(void) path;
 	if (h->is_ctl) {
+		NOT_COUNTED;
 		free(h->text);
 	} else {
 		st.release_requests++;
@@ -948,20 +1220,33 @@ static int fs_release(const char *path, struct fuse_file_info *fi)
 
 static int fs_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 {
+	int r;
 	LOCKED;
+	COUNTED;
 
 	(void) datasync;
 	if (H(fi)->is_ctl)
-		return 0;
+		return NOT_COUNTED;
 	st.fsync_requests++;
-	return fault(OP_FSYNC, path);
+	if ((r = fault(OP_FSYNC, path)))
+		return r;
+	return sync_data(H(fi)->node);  /* fdatasync too: the model has no metadata */
 }
 
+/* The kernel sends FSYNCDIR for fsync(2) of a directory fd (libfuse's
+ * default OPENDIR answer is enough to get one). */
 static int fs_fsyncdir(const char *path, int datasync,
 		       struct fuse_file_info *fi)
 {
-	(void) path; (void) datasync; (void) fi;
-	return 0;
+	struct node *n;
+	LOCKED;
+	COUNTED;
+
+	(void) datasync; (void) fi;
+	st.fsyncdir_requests++;
+	if (!(n = lookup(path)))
+		return -errno;
+	return S_ISDIR(n->mode) ? sync_entries(n) : -ENOTDIR;
 }
 
 static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t fill,
@@ -970,6 +1255,7 @@ static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t fill,
 {
 	struct node *n;
 	LOCKED;
+	COUNTED;
 
 	(void) off; (void) fi; (void) flags;
 	if (!(n = lookup(path)))

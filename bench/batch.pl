@@ -1,0 +1,244 @@
+#!/usr/bin/perl
+# Batch benchmark (`make bench-batch`, also run by `make bench`): the time
+# per file of file_set_contents_many against a loop of file_set_contents,
+# for N = 1, 16, 64 files of 1 KiB and 64 KiB, with and without fsync; the
+# bare C loop (bench/bare.c: open, write, close, rename) as the floor; the
+# fsync barrier candidates (bench/barrier.c); and the syscalls a batch makes
+# per file (strace). Prints markdown to stdout and writes it to
+# bench/batch.md; progress goes to stderr.
+#
+# Where: without fsync on a tmpfs (/dev/shm: the writer's own cost); with
+# fsync on a journaled ext4, a 1 GiB loop image made and mounted here when
+# run as root (unmounted and deleted at the end), else BENCH_FSYNC_DIR if
+# set, else the fsync rows are skipped with the reason. BENCH_QUICK=1 for a
+# rough, fast run.
+use strict;
+use warnings;
+use File::Temp qw(tempdir);
+use FindBin;
+use List::Util qw(min);
+use POSIX qw(floor);
+use Time::HiRes qw(clock_gettime CLOCK_MONOTONIC);
+
+use FastFile qw(file_set_contents file_set_contents_many);
+
+$| = 1;
+my $QUICK   = $ENV{BENCH_QUICK};
+my @NS      = (1, 16, 64);
+my @SIZES   = (1024, 65536);
+my $ROUNDS  = $QUICK ? 5 : 11;      # samples per cell, median taken
+my $SAMPLE  = $QUICK ? 0.01 : 0.03; # seconds a tmpfs sample lasts, about
+my $FSYNC_ROUNDS = $QUICK ? 3 : 7;
+my $T0 = clock_gettime(CLOCK_MONOTONIC);
+
+sub progress { printf STDERR "[%5.1fs] %s\n", clock_gettime(CLOCK_MONOTONIC) - $T0, join '', @_ }
+sub now { clock_gettime(CLOCK_MONOTONIC) }
+sub median { my @v = sort { $a <=> $b } @_; return $v[ floor($#v / 2) ] }
+sub human { $_[0] >= 1024 ? ($_[0] / 1024) . ' KiB' : "$_[0] B" }
+sub us { my ($s) = @_; my $u = $s * 1e6; return $u < 10 ? sprintf('%.2f µs', $u) : sprintf('%.0f µs', $u) }
+sub ratio { sprintf '%.2fx', $_[0] }
+sub table {
+    my ($head, @rows) = @_;
+    return join '', map { '| ' . join(' | ', @$_) . " |\n" } $head,
+        [ map { '---' } @$head ], @rows;
+}
+sub run {    # ($status, output)
+    my $out = `@{[ join ' ', map { "'$_'" } @_ ]} 2>&1`;
+    return ($? >> 8, $out);
+}
+
+my $work = tempdir('ffbatch-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+my @notes;
+my $out = '';
+sub say_md { $out .= join '', @_; print @_ }
+
+# ---- where ----
+my $tmpfs = -d '/dev/shm' && -w _ ? tempdir('ffbatch-XXXXXX', DIR => '/dev/shm', CLEANUP => 1) : undef;
+push @notes, 'no writable /dev/shm: the rows without fsync are timed in ' . File::Spec->tmpdir
+    unless $tmpfs;
+$tmpfs //= $work;
+
+my ($ext4, $img, $mnt, $fsync_why);
+if ($ENV{BENCH_FSYNC_DIR}) {
+    $ext4 = tempdir('ffbatch-XXXXXX', DIR => $ENV{BENCH_FSYNC_DIR}, CLEANUP => 1);
+} elsif ($> != 0) {
+    $fsync_why = 'not root: no ext4 loop image (set BENCH_FSYNC_DIR to a journaled filesystem)';
+} else {
+    $img = "$work/ext4.img";
+    $mnt = "$work/mnt";
+    mkdir $mnt;
+    my ($rc, $o) = run('truncate', '-s', '1G', $img);
+    ($rc, $o) = run('mkfs.ext4', '-q', '-F', $img) unless $rc;
+    ($rc, $o) = run('mount', '-o', 'loop', $img, $mnt) unless $rc;
+    if ($rc) {
+        ($fsync_why = "no ext4 loop image: $o") =~ s/\s+\z//;
+        undef $mnt;
+    } else {
+        $ext4 = $mnt;
+        progress("mounted a journaled ext4 image on $mnt");
+    }
+}
+END {
+    if ($mnt) {
+        system('umount', $mnt) == 0 or system('umount', '-l', $mnt);
+        unlink $img;
+    }
+}
+
+# ---- the floor and the barrier candidates, built here ----
+my %bin;
+for my $prog (['bare', 'bare.c'], ['barrier', 'barrier.c', '-pthread']) {
+    my ($name, $src, @extra) = @$prog;
+    my ($rc, $o) = run('cc', '-O2', @extra, '-o', "$work/$name", "$FindBin::Bin/$src");
+    if ($rc) { push @notes, "bench/$src not built: " . (split /\n/, $o)[0] }
+    else     { $bin{$name} = "$work/$name" }
+}
+
+my %data = map { $_ => join('', map { chr(32 + $_ % 95) } 0 .. $_ - 1) } @SIZES;
+
+# per-file seconds of one batch call / of a loop of single calls
+sub batch_once {
+    my ($dir, $n, $size, $opt) = @_;
+    my @l = map { ("$dir/f$_" => $data{$size}) } 1 .. $n;
+    my $t = now();
+    file_set_contents_many(\@l, $opt);
+    return (now() - $t) / $n;
+}
+sub loop_once {
+    my ($dir, $n, $size, $opt) = @_;
+    my @f = map { "$dir/f$_" } 1 .. $n;
+    my $t = now();
+    file_set_contents($_, $data{$size}, $opt) for @f;
+    return (now() - $t) / $n;
+}
+# a sample: enough repetitions to last about $SAMPLE seconds (tmpfs)
+sub sample {
+    my ($how, $dir, $n, $size, $opt, $reps) = @_;
+    my $t = 0;
+    $t += $how->($dir, $n, $size, $opt) for 1 .. $reps;
+    return $t / $reps;
+}
+sub bare_per_call {
+    my ($dir, $size, $calls, $mode) = @_;
+    my ($rc, $o) = run($bin{bare}, $mode || 'time', "$dir/bare", $size, $calls);
+    return $rc || $o !~ /^(\d+)/ ? undef : $1 / 1e9 / $calls;
+}
+
+# ---- 1. batch vs loop ----
+my @rows;
+for my $fsync (0, 1) {
+    my $dir = $fsync ? $ext4 : $tmpfs;
+    next unless $dir;
+    my $opt = { fsync => $fsync };
+    for my $size (@SIZES) {
+        my ($bare, $spread);
+        if ($bin{bare} && !$fsync) {
+            my $calls = int(($SAMPLE / 5e-6) || 1);
+            my (@one, @many);
+            for (1 .. $ROUNDS) {
+                push @one, bare_per_call($dir, $size, $calls) // 0;
+                push @many, bare_per_call($dir, $size, $calls, 'spread') // 0;
+            }
+            ($bare, $spread) = (median(@one), median(@many));
+        }
+        for my $n (@NS) {
+            progress(sprintf 'N=%d %s %s', $n, human($size), $fsync ? 'fsync (ext4)' : 'no fsync (tmpfs)');
+            my $reps = 1;
+            unless ($fsync) {    # calibrate on the batch
+                my $one = sample(\&batch_once, $dir, $n, $size, $opt, 3) * $n;
+                $reps = int($SAMPLE / ($one || 1e-6)) || 1;
+            }
+            my (@b, @l);
+            for (1 .. ($fsync ? $FSYNC_ROUNDS : $ROUNDS)) {   # interleaved
+                push @b, sample(\&batch_once, $dir, $n, $size, $opt, $reps);
+                push @l, sample(\&loop_once, $dir, $n, $size, $opt, $reps);
+            }
+            my ($tb, $tl) = (median(@b), median(@l));
+            push @rows, [ $n, human($size), $fsync ? 'yes (ext4)' : 'no (tmpfs)', us($tl), us($tb),
+                          ratio($tb / $tl), $bare ? (us($bare), ratio($tb / $bare), us($spread),
+                                                     ratio($tb / $spread)) : ('', '', '', '') ];
+        }
+    }
+}
+say_md("## file_set_contents_many: time per file\n\n",
+       "Batch: one file_set_contents_many call for N files; loop: N file_set_contents calls; "
+       . "bare C: bench/bare.c's open/write/close/rename loop without fsync, over one file "
+       . "(the issue's floor) and round 64 files (a batch writes distinct files, which costs "
+       . "the kernel more: more inodes and dentries in play). Medians of interleaved samples; "
+       . "ratios below 1 mean the batch is faster.\n\n",
+       table([ 'N', 'size', 'fsync', 'loop of single calls', 'batch', 'batch / loop',
+               'bare C 1 file', 'batch / bare', 'bare C 64 files', 'batch / bare 64' ], @rows));
+say_md("\nfsync rows skipped: $fsync_why\n") if $fsync_why;
+
+# ---- 2. the barrier candidates ----
+if ($bin{barrier} && $ext4) {
+    my @brows;
+    my @names;
+    for my $size (@SIZES) {
+        for my $n (16, 64) {
+            progress("barrier candidates: N=$n ", human($size));
+            my ($rc, $o) = run($bin{barrier}, $ext4, $size, $n, $FSYNC_ROUNDS + 2);
+            next if $rc;
+            my %t = map { split ' ' } split /\n/, $o;
+            @names = grep { $_ ne 'single' } map { (split ' ')[0] } split /\n/, $o;
+            push @brows, [ $n, human($size), sprintf('%.0f µs', $t{single}),
+                           map { sprintf '%.0f µs (%.1fx)', $t{$_}, $t{single} / $t{$_} } @names ];
+        }
+    }
+    say_md("\n## The fsync barrier: candidates (bench/barrier.c, ext4)\n\n",
+           "Per file: write N temps, make them durable one way, rename them, fsync the directory once. "
+           . "single: each file on its own (fdatasync, rename, directory fsync), as N fsync'd "
+           . "file_set_contents calls do. In brackets: how many times faster than single. "
+           . "file_set_contents_many uses sfr+fdatasync; syncfs also flushes other processes' data.\n\n",
+           table([ 'N', 'size', 'single', @names ], @brows)) if @brows;
+}
+
+# ---- 3. syscalls per file ----
+if (`strace -V 2>/dev/null` =~ /strace/) {
+    my $n = 64;
+    my $log = "$work/strace.log";
+    my $code = 'my @l = map { ("$ARGV[0]/s$_" => "x" x 1024) } 1 .. ' . $n . ';'
+        . ' FastFile::file_set_contents_many(\@l); chdir "/ffbatch-mark-start";'
+        . ' FastFile::file_set_contents_many(\@l); chdir "/ffbatch-mark-end";'
+        . ' FastFile::file_set_contents_many(\@l, { fsync => 1 }); chdir "/ffbatch-mark-fsync";';
+    my @inc = map { "-I$_" } grep { m{blib} } @INC;
+    system('strace', '-f', '-qq', '-o', $log, $^X, @inc, '-MFastFile', '-e', $code, $ext4 // $tmpfs);
+    my ($in, %count, %fcount) = (0);
+    my $fsync_part = 0;
+    open my $fh, '<', $log or die "strace log: $!";
+    while (<$fh>) {
+        s/^\d+\s+//;
+        if (/ffbatch-mark-start/) { $in = 1; next }
+        if (/ffbatch-mark-end/)   { $in = 0; $fsync_part = 1; next }
+        if (/ffbatch-mark-fsync/) { $fsync_part = 0; next }
+        next unless /^(\w+)\(/;
+        next if $1 =~ /^(?:brk|mmap|munmap|mremap)\z/;
+        $count{$1}++ if $in;
+        $fcount{$1}++ if $fsync_part;
+    }
+    my $fmt = sub {
+        my ($c) = @_;
+        my $total = 0;
+        $total += $_ for values %$c;
+        return (sprintf('%.2f', $total / $n),
+                join ', ', map { sprintf '%s %s', $_, $c->{$_} % $n ? $c->{$_} : ($c->{$_} / $n) . '/file' }
+                           sort { $c->{$b} <=> $c->{$a} || $a cmp $b } keys %$c);
+    };
+    say_md("\n## Syscalls of a batch of $n files (strace)\n\n",
+           table([ 'fsync', 'syscalls per file', 'calls (per file, or in all)' ],
+                 [ 'no', $fmt->(\%count) ], [ 'yes', $fmt->(\%fcount) ]),
+           "\nA single file_set_contents makes openat, write, close, rename (+ getpid at most).\n");
+} else {
+    push @notes, 'strace not found: no syscall counts';
+}
+
+say_md("\nNotes: ", join(' ', @notes), "\n") if @notes;
+chomp(my $kernel = `uname -r`);
+say_md(sprintf "\nperl %s, Linux %s, %s; %s.\n", $^V, $kernel,
+       (`nproc` =~ /(\d+)/ ? "$1 CPUs" : '? CPUs'), $QUICK ? 'BENCH_QUICK' : 'full run');
+
+if (open my $md, '>', "$FindBin::Bin/batch.md") {
+    print {$md} "# FastFile batch benchmark (bench/batch.pl)\n\n", $out;
+    close $md;
+    progress('wrote bench/batch.md');
+}
