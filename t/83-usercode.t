@@ -142,13 +142,15 @@ for my $api (qw(file_set_contents print write)) {
     }
 }
 
-# Item 7: a NUL in a path is ENOENT, whatever the warning's handler does to $!.
+# Item 7: a NUL in a path is ENOENT, whatever the warning's handler does to $!
+# (the four entry points of the issue, and the batch one).
 {
     my $d = fresh_dir();
     my $bad = "$d/a\0b";
     local $SIG{__WARN__} = sub { $! = Errno::EACCES() };
     my %call = (
         file_set_contents => sub { file_set_contents($bad, 'x') },
+        file_set_contents_many => sub { FastFile::file_set_contents_many([ $bad => 'x' ]) },
         file_get_contents => sub { file_get_contents($bad) },
         file_read_firstline => sub { my $r = file_read_firstline($bad); die "undef\n" unless defined $r },
         'FastFile::Writer->new' => sub { FastFile::Writer->new($bad) },
