@@ -250,12 +250,14 @@ static int mkdir_p(struct ff_atomic *a)
     }
     if (err && err != EEXIST)
         return err;
+    a->dirs_made = !err;
     /* down: put each cut back, creating that level */
     while (strlen(dir) < len) {
         dir[strlen(dir)] = '/';
         FF_SYSCALL(err, a->intr, mkdir(dir, 0777));
         if (err && err != EEXIST)
             return err;
+        a->dirs_made++;     /* made here or by a racing creator: ours to sync */
     }
     return 0;
 }
@@ -464,19 +466,41 @@ static int rename_noreplace(struct ff_atomic *a)
     return err;
 }
 
-static int sync_dir(struct ff_atomic *a)
+/* The parent of the directory path dir, in place: "a/b" -> "a", "a" -> ".",
+ * "/a" -> "/". */
+static void cut_to_parent(char *dir)
 {
-    int err;
+    char *slash = strrchr(dir, '/');
+
+    while (slash && slash > dir && slash[-1] == '/')
+        slash--;
+    if (!slash)
+        strcpy(dir, ".");               /* fits: dir was one name, at least a byte */
+    else
+        slash[slash == dir] = '\0';     /* keep the root's own "/" */
+}
+
+/* fsync the target's directory, then, for each level mkdir made, the parent
+ * that holds it: a new directory is only durable once its entry is. */
+static int sync_dirs(struct ff_atomic *a)
+{
+    int level, err = 0;
 
     a->step_mem = dir_of(a->target);
     if (!a->step_mem)
         return ENOMEM;
-    FF_SYSCALL(err, a->intr,
-               a->step_fd = open(a->step_mem, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!err) {
-        FF_SYSCALL(err, a->intr, fsync(a->step_fd));
-        if (err == EINVAL || err == ENOSYS)     /* cannot sync: not an error */
-            err = 0;
+    for (level = 0; level <= a->dirs_made && !err; level++) {
+        if (level)
+            cut_to_parent(a->step_mem);
+        FF_SYSCALL(err, a->intr,
+                   a->step_fd = open(a->step_mem, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        if (!err) {
+            FF_SYSCALL(err, a->intr, fsync(a->step_fd));
+            if (err == EINVAL || err == ENOSYS)     /* cannot sync: not an error */
+                err = 0;
+            ff_close_read(a->step_fd);
+            a->step_fd = -1;
+        }
     }
     release_step(a);
     return err;
@@ -521,7 +545,7 @@ int ff_atomic_commit(struct ff_atomic *a)
 
     if (a->opt.fsync) {
         a->step = FF_STEP_SYNC_DIR;
-        err = sync_dir(a);
+        err = sync_dirs(a);
         if (err)
             return err;
     }

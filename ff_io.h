@@ -65,6 +65,7 @@ struct ff_atomic {
     /* What a step holds while it may be interrupted: a die from a signal
      * handler skips the step's own release, discard does it instead. */
     int step_fd;       /* if_changed's compare fd, fsync's directory fd; or -1 */
+    int dirs_made;     /* mkdir: directory levels made, synced with fsync */
     char *step_mem;    /* if_changed's compare buffer, a directory path; or NULL */
     int have_old;      /* old holds the stat of an existing regular target */
     struct stat old;

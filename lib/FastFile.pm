@@ -132,7 +132,9 @@ C<fdatasync> the temporary file before the rename and C<fsync> its directory
 after it (C<open>, C<fsync>, C<close>), so the new content survives a power
 loss. If the directory sync fails, the call dies, but the target already holds
 the new content (the rename is done). Without it no sync call is made. C<EINVAL> and C<ENOSYS> (filesystems
-that cannot sync) are not errors. +4 syscalls.
+that cannot sync) are not errors. +4 syscalls. With C<mkdir>, each directory
+it made is durable too: the parent of each is fsynced as well (+3 syscalls a
+level).
 
 =item C<< preserve => 1 >>
 
