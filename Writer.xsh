@@ -2,10 +2,10 @@ MODULE = FastFile    PACKAGE = FastFile::Writer
 
 PROTOTYPES: DISABLE
 
-#  FastFile::Writer: the XSUBs only; the writer is struct ff_writer and its
-#  helpers (writer_*) in FastFile.xs, the buffer struct ff_wbuf in ff_io.c.
-#  Data, commit and the tie methods run inside ENTER/LEAVE: writer_hold
-#  keeps the object alive there, and converted payloads are freed there.
+#  FastFile::Writer: the XSUBs only; the writer (struct ff_writer and its
+#  helpers) is in xs_writer.c, its buffer struct ff_wbuf in ff_io.c. The
+#  typemap's FastFile::Writer fetches the object behind self and croaks
+#  for anything else.
 
 void
 new(SV *klass, SV *filename, SV *opts = NULL)
@@ -13,53 +13,46 @@ new(SV *klass, SV *filename, SV *opts = NULL)
     XPUSHs(writer_new(klass, filename, opts));
 
 void
-print(SV *self, ...)
+print(FastFile::Writer self, ...)
   ALIAS:
     PRINT = 1
   PPCODE:
     PERL_UNUSED_VAR(ix);
-    ENTER;
-    writer_print(writer_hold(self), ax, items);
-    LEAVE;
+    writer_print(self, ax, items);
     XSRETURN_YES;
 
 void
-printf(SV *self, ...)
+printf(FastFile::Writer self, ...)
   ALIAS:
     PRINTF = 1
   PPCODE:
     PERL_UNUSED_VAR(ix);
-    ENTER;
-    writer_printf(writer_hold(self), ax, items);
-    LEAVE;
+    writer_printf(self, ax, items);
     XSRETURN_YES;
 
 void
-write(SV *self, ...)
+write(FastFile::Writer self, ...)
   PPCODE:
-    ENTER;
-    writer_write(writer_hold(self), ax, items);
-    LEAVE;
+    writer_write(self, ax, items);
     XSRETURN_YES;
 
 void
-commit(SV *self)
+commit(FastFile::Writer self)
   ALIAS:
     CLOSE = 1
   PPCODE:
     PERL_UNUSED_VAR(ix);
-    ENTER;
-    writer_commit(writer_hold(self));
-    LEAVE;
+    writer_commit(self);
     XSRETURN_YES;
 
 void
-abort(SV *self)
+abort(FastFile::Writer self)
   PPCODE:
-    if (writer_abort(writer_fetch(self)))
+    if (writer_abort(self))
         XSRETURN_YES;
     XSRETURN_NO;
 
+#  Quiet on anything but a writer: no typemap.
 void
 DESTROY(SV *self)
   PPCODE:

@@ -1,10 +1,16 @@
-/* Batch.h - perl glue of file_set_contents_many (its XSUB is in Batch.xsh,
- * which includes this; the syscalls are in ff_batch.c). It uses FastFile.xs's
- * helpers: S_path_arg, S_parse_options, S_payload, S_on_eintr, croak_step. */
+/* xs_batch.c - file_set_contents_many's perl side (its XSUB is in
+ * Batch.xsh, the syscalls in ff_batch.c): the pairs and options read, the
+ * bytes of each file picked as file_set_contents picks them, errors in
+ * perl's words. */
+#define PERL_NO_GET_CONTEXT
+#include "EXTERN.h"
+#include "perl.h"
+#include "XSUB.h"
+#include "ppport.h"
 
 #include "ff_batch.h"
-
-#define FSCM "file_set_contents_many"
+#include "xs_common.h"
+#include "xs_batch.h"
 
 /* Savestack destructor: temps of the batch still ours go away. */
 static void S_batch_discard(pTHX_ void *batch)
@@ -21,16 +27,15 @@ static void S_batch_hold(pTHX_ SV *owner)
 {
     if (!owner)
         return;
-    SAVEFREESV(SvREFCNT_inc_simple_NN(owner));
-    if (!SvREADONLY(owner)) {
-        SAVESETSVFLAGS(owner, SVf_READONLY, 0);
-        SvREADONLY_on(owner);
-    }
+    hold_in_scope(owner);
+    readonly_in_scope(owner);
 }
+#define batch_hold(owner) S_batch_hold(aTHX_ owner)
 
 /* Croak for the failure err of b; paths[i] is file i's name as given. */
 static void S_batch_croak(pTHX_ const struct ff_batch *b, int err, SV **paths)
     __attribute__noreturn__;
+#define batch_croak(b, err, paths) S_batch_croak(aTHX_ b, err, paths)
 
 static void S_batch_croak(pTHX_ const struct ff_batch *b, int err, SV **paths)
 {
@@ -43,12 +48,12 @@ static void S_batch_croak(pTHX_ const struct ff_batch *b, int err, SV **paths)
 
         SETERRNO(EINVAL, 0);
         if (sv_eq(first, second))
-            croak(FSCM ": '%" SVf "' is given twice\n", SVfARG(first));
-        croak(FSCM ": '%" SVf "' and '%" SVf "' are the same file\n",
+            croak("file_set_contents_many: '%" SVf "' is given twice\n", SVfARG(first));
+        croak("file_set_contents_many: '%" SVf "' and '%" SVf "' are the same file\n",
               SVfARG(first), SVfARG(second));
     }
     if (b->failed == (size_t)-1)
-        croak_errno(err, FSCM ": ");
+        croak_errno(err, "file_set_contents_many: ");
     failed = &b->files[b->failed];
     if (failed->a.step != FF_STEP_RENAME || b->renamed == 0)
         croak_step(&failed->a, err, paths[b->failed]);
@@ -59,19 +64,16 @@ static void S_batch_croak(pTHX_ const struct ff_batch *b, int err, SV **paths)
             sv_catpvf(replaced, "%s'%" SVf "'", SvCUR(replaced) ? ", " : "", SVfARG(paths[i]));
     if (!SvCUR(replaced))
         croak_step(&failed->a, err, paths[b->failed]);
-    croak_errno(err, FSCM ": replaced %" SVf ", then close (rename) atomic file '%" SVf
-                "' failed: ", SVfARG(replaced), SVfARG(paths[b->failed]));
+    croak_errno(err, "file_set_contents_many: replaced %" SVf ", then close (rename) atomic "
+                "file '%" SVf "' failed: ", SVfARG(replaced), SVfARG(paths[b->failed]));
 }
-#define batch_croak(b, err, paths) S_batch_croak(aTHX_ b, err, paths)
 
-/* file_set_contents_many([ file => data, ... ], \%options): the number of
- * files written. Every argument is read (get-magic once) before anything
- * is touched. */
-static IV S_file_set_contents_many(pTHX_ SV *list, SV *opts)
+IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
 {
+    const char *op = "file_set_contents_many";
     struct ff_options opt;
     struct ff_batch batch, *b = &batch;   /* this frame outlives its LEAVE */
-    struct ff_eintr intr = { S_on_eintr, NULL };  /* the data is held read-only */
+    struct ff_eintr intr = { ffxs_on_eintr, NULL };  /* the data is held read-only */
     bool force_utf8 = FALSE;
     SV **paths, *ors_owner = NULL;
     AV *av;
@@ -84,32 +86,32 @@ static IV S_file_set_contents_many(pTHX_ SV *list, SV *opts)
     if (opts)
         SvGETMAGIC(opts);
     if (!SvROK(list) || SvTYPE(SvRV(list)) != SVt_PVAV)
-        croak(FSCM ": expects an array reference of file => data pairs\n");
+        croak("file_set_contents_many: expects an array reference of file => data pairs\n");
     av = (AV *)SvRV(list);
-    SAVEFREESV(SvREFCNT_inc_simple_NN(av));
+    hold_in_scope((SV *)av);
     if ((av_top_index(av) + 1) % 2)
-        croak(FSCM ": odd number of elements: expects file => data pairs\n");
+        croak("file_set_contents_many: odd number of elements: expects file => data pairs\n");
     npairs = (av_top_index(av) + 1) / 2;
 
     Zero(&opt, 1, struct ff_options);
     opt.perm = 0644;
     if (opts && SvOK(opts)) {
         if (!SvROK(opts) || SvTYPE(SvRV(opts)) != SVt_PVHV || SvOBJECT(SvRV(opts)))
-            croak(FSCM ": options must be a hash reference\n");
-        S_parse_options(aTHX_ (HV *)SvRV(opts), &opt, &force_utf8, NULL);
+            croak("file_set_contents_many: options must be a hash reference\n");
+        parse_options((HV *)SvRV(opts), &opt, &force_utf8, NULL);
     }
-    pid = SvIV(get_sv("$", GV_ADD));
+    pid = dollar_pid();
 
     err = ff_batch_init(b, (size_t)npairs, &opt, &intr);
     SAVEDESTRUCTOR_X(S_batch_discard, b);
     if (err)
-        croak_errno(err, FSCM ": ");
+        croak_errno(err, "file_set_contents_many: ");
     /* $\ after each file's data, as file_set_contents appends it. Held: a
      * handler that sets $\ frees the old one. */
     if (!force_utf8 && PL_ors_sv && SvOK(PL_ors_sv)) {
-        b->tail = S_payload(aTHX_ PL_ors_sv, FALSE, &b->tail_len, &ors_owner, FSCM);
+        b->tail = payload(PL_ors_sv, FALSE, &b->tail_len, &ors_owner, op);
         if (ors_owner)
-            SAVEFREESV(SvREFCNT_inc_simple_NN(ors_owner));
+            hold_in_scope(ors_owner);
     }
     Newx(paths, npairs ? npairs : 1, SV *);
     SAVEFREEPV(paths);
@@ -120,18 +122,12 @@ static IV S_file_set_contents_many(pTHX_ SV *list, SV *opts)
         STRLEN len;
 
         SvGETMAGIC(filename);
-        paths[i] = S_path_arg(aTHX_ filename);
-        if (SvTAINTED(filename)) {
-            TAINT;
-            taint_proper(NULL, FSCM);
-        }
+        paths[i] = write_path_arg(filename, op);
         if (data)
             SvGETMAGIC(*data);
-        buf = S_payload(aTHX_ data ? *data : NULL, force_utf8, &len, &owner, FSCM);
-        S_batch_hold(aTHX_ owner);
-        if (!safe_path(paths[i], FSCM))   /* ENOENT, like open: whatever a warning handler did */
-            croak_errno(ENOENT, "unable to open file '%" SVf ".tmp.%" IVdf "' - ",
-                        SVfARG(paths[i]), pid);
+        buf = payload(data ? *data : NULL, force_utf8, &len, &owner, op);
+        batch_hold(owner);
+        croak_unless_safe(paths[i], op, pid);
         err = ff_batch_add(b, SvPVX(paths[i]), buf, len);
         if (err)
             croak_errno(err, "unable to replace '%" SVf "' - ", SVfARG(paths[i]));

@@ -1,0 +1,311 @@
+/* xs_common.c - the perl helpers shared by file_set_contents, the streaming
+ * writer and file_set_contents_many (see xs_common.h): arguments read the
+ * way perl reads them, the bytes a value writes as, errors and warnings in
+ * perl's words, signal handlers on EINTR, the start of a write. */
+#define PERL_NO_GET_CONTEXT
+#include "EXTERN.h"
+#include "perl.h"
+#include "XSUB.h"
+#include "ppport.h"
+
+#include "xs_common.h"
+
+void ffxs_croak_errno(pTHX_ int err, const char *fmt, ...)
+{
+    SV *msg = sv_2mortal(newSVpvs(""));
+    va_list args;
+
+    va_start(args, fmt);
+    sv_vcatpvf(msg, fmt, &args);
+    va_end(args);
+    SETERRNO(err, 0);
+    sv_catsv(msg, get_sv("!", GV_ADD));
+    sv_catpvs(msg, "\n");
+    SETERRNO(err, 0);
+    croak_sv(msg);
+}
+
+void ffxs_warn_soft(pTHX_ U32 cat, bool dflt, const char *fmt, ...)
+{
+    va_list args;
+    SV *msg;
+
+    if (!(dflt ? ckWARN_d(cat) : ckWARN(cat)))
+        return;
+    va_start(args, fmt);
+    msg = vmess(fmt, &args);
+    va_end(args);
+    warn_sv(msg);    /* unlike Perl_warner, never dies for FATAL */
+}
+
+/* sv itself when it has a string form, else a mortal copy of it to be
+ * stringified: perl caches a number's (or a tied value's) string form in
+ * the SV, and the caller's scalar must keep its type (JSON encoders look at
+ * its flags). Its get-magic has run. */
+static SV *S_stringable(pTHX_ SV *sv)
+{
+    SV *copy;
+
+    if (SvPOKp(sv))
+        return sv;
+    copy = sv_newmortal();
+    sv_setsv_nomg(copy, sv);
+    return copy;
+}
+#define stringable(sv) S_stringable(aTHX_ sv)
+
+NV ffxs_number_arg(pTHX_ SV *sv, const char *op)
+{
+    SV *copy;
+    const char *pv;
+    STRLEN len;
+
+    if (!SvGMAGICAL(sv) && SvNOK(sv))
+        return SvNVX(sv);
+    if (!SvGMAGICAL(sv) && SvIOK(sv))
+        return SvIsUV(sv) ? (NV)SvUVX(sv) : (NV)SvIVX(sv);
+    copy = sv_newmortal();
+    sv_setsv_nomg(copy, sv);
+    if (SvROK(copy) || looks_like_number(copy))
+        return SvNV_nomg(copy);
+    pv = SvPV_nomg_const(copy, len);
+    warn_soft(packWARN(WARN_NUMERIC), FALSE, "Argument \"%" SVf "\" isn't numeric in %s",
+              SVfARG(copy), op);
+    return Atof(pv);
+}
+
+bool ffxs_safe_path(pTHX_ SV *path, const char *op)
+{
+    const char *pv = SvPVX(path), *nul = (const char *)memchr(pv, '\0', SvCUR(path));
+
+    if (!nul)
+        return TRUE;
+    SETERRNO(ENOENT, LIB_INVARG);
+    warn_soft(packWARN(WARN_SYSCALLS), FALSE, "Invalid \\0 character in %s for %s: %s\\0%s",
+              "pathname", op, pv, nul + 1);
+    return FALSE;
+}
+
+void ffxs_croak_unless_safe(pTHX_ SV *path, const char *op, IV pid)
+{
+    /* ENOENT, like open; set here: the warning's handler may change errno */
+    if (!safe_path(path, op))
+        croak_errno(ENOENT, "unable to open file '%" SVf ".tmp.%" IVdf "' - ", SVfARG(path), pid);
+}
+
+const char *ffxs_payload(pTHX_ SV *data, bool force_utf8, STRLEN *len, SV **owner,
+                         const char *op)
+{
+    const char *pv;
+
+    *owner = NULL;
+    if (!data || !SvOK(data)) {
+        warn_soft(packWARN(WARN_UNINITIALIZED), FALSE, "Use of uninitialized value in %s", op);
+        *len = 0;
+        return "";
+    }
+    data = stringable(data);
+    pv = SvPV_nomg_const(data, *len);
+    if (SvUTF8(data)) {
+        if (!force_utf8 && !is_utf8_invariant_string((const U8 *)pv, *len)) {
+            bool still_utf8 = TRUE;
+            STRLEN bytes_len = *len;
+            U8 *bytes = bytes_from_utf8((const U8 *)pv, &bytes_len, &still_utf8);
+
+            if (!still_utf8) {          /* every char fits in a byte: Latin-1 */
+                SAVEFREEPV(bytes);
+                *len = bytes_len;
+                return (const char *)bytes;
+            }
+            /* wide characters: written as UTF-8, as print does */
+            hold_in_scope(data);
+            ENTER;
+            readonly_in_scope(data);
+            warn_soft(packWARN(WARN_UTF8), TRUE, "Wide character in %s", op);
+            LEAVE;
+        }
+    } else if (force_utf8 && !is_utf8_invariant_string((const U8 *)pv, *len)) {
+        U8 *utf8 = bytes_to_utf8((const U8 *)pv, len);   /* Latin-1 -> UTF-8 */
+        SAVEFREEPV(utf8);
+        return (const char *)utf8;
+    }
+    *owner = data;
+    return pv;
+}
+
+/* Savestack destructor at the end of ffxs_on_eintr's scope, reached by the
+ * handlers' return or by their die or exit: in a child forked by a handler
+ * the temp is its parent's, so the child's unwinding (S_discard) must not
+ * remove it. */
+static void S_handlers_done(pTHX_ void *ctx)
+{
+    struct ff_guard *g = (struct ff_guard *)ctx;
+
+    if (dollar_pid() != g->pid) {
+        g->forked = TRUE;
+        ff_atomic_forget(g->atomic);
+    }
+}
+
+void ffxs_on_eintr(void *ctx)
+{
+    dTHX;
+    struct ff_guard *g = (struct ff_guard *)ctx;
+
+    if (!PL_sig_pending)
+        return;
+    ENTER;
+    if (g) {
+        SAVEDESTRUCTOR_X(S_handlers_done, g);
+        if (g->data)
+            readonly_in_scope(g->data);
+    }
+    PERL_ASYNC_CHECK();
+    LEAVE;
+    if (g && g->forked)
+        croak("FastFile: a process forked by a signal handler may not go on with the "
+              "write of process %" IVdf "\n", g->pid);
+}
+
+/* Savestack destructor of discard_at_leave. */
+static void S_discard(pTHX_ void *atomic)
+{
+    PERL_UNUSED_CONTEXT;
+    ff_atomic_discard((struct ff_atomic *)atomic);
+}
+
+void ffxs_discard_at_leave(pTHX_ struct ff_atomic *a)
+{
+    SAVEDESTRUCTOR_X(S_discard, a);
+}
+
+void ffxs_croak_step(pTHX_ const struct ff_atomic *a, int err, SV *path)
+{
+    const char *temp = a->temp ? a->temp : "";
+    /* the temp name is made of the filename's bytes (or of a symlink's) */
+    bool temp_utf8 = SvUTF8(path) && is_utf8_string((const U8 *)temp, 0);
+#define TEMP UTF8fARG(temp_utf8, strlen(temp), temp)
+
+    switch (a->step) {
+    case FF_STEP_OPEN:
+        croak_errno(err, "unable to open file '%" UTF8f "' - ", TEMP);
+    case FF_STEP_WRITE:
+        croak_errno(err, "unable to write '%" UTF8f "' - ", TEMP);
+    case FF_STEP_CLOSE:
+        croak_errno(err, "closing file '%" UTF8f "' failed - ", TEMP);
+    case FF_STEP_SYNC:
+        croak_errno(err, "unable to sync '%" UTF8f "' - ", TEMP);
+    case FF_STEP_OWNER:
+        croak_errno(err, "unable to set owner of '%" UTF8f "' - ", TEMP);
+    case FF_STEP_MODE:
+        croak_errno(err, "unable to set mode of '%" UTF8f "' - ", TEMP);
+    case FF_STEP_RENAME:
+        croak_errno(err, "close (rename) atomic file '%" SVf "' failed: ", SVfARG(path));
+    case FF_STEP_NOCLOBBER:
+        croak_errno(err, "noclobber is not supported by the filesystem of '%" SVf "' - ",
+                    SVfARG(path));
+    case FF_STEP_SYNC_DIR:
+        croak_errno(err, "unable to sync directory of '%" SVf "' - ", SVfARG(path));
+    case FF_STEP_MKDIR:
+        croak_errno(err, "unable to create parent directories of '%" SVf "' - ", SVfARG(path));
+    case FF_STEP_STAT:
+        croak_errno(err, "unable to stat '%" SVf "' - ", SVfARG(path));
+    case FF_STEP_RESOLVE:
+        croak_errno(err, "unable to follow symlinks of '%" SVf "' - ", SVfARG(path));
+    case FF_STEP_NONE:
+        break;
+    }
+    croak_errno(err, "unable to replace '%" SVf "' - ", SVfARG(path));
+#undef TEMP
+}
+
+SV *ffxs_path_arg(pTHX_ SV *filename)
+{
+    const char *pv;
+    STRLEN len;
+
+    if (!SvOK(filename))
+        croak("file name is undefined or empty\n");
+    pv = SvPV_nomg_const(stringable(filename), len);
+    if (len == 0)
+        croak("file name is undefined or empty\n");
+    return sv_2mortal(newSVpvn_flags(pv, len, SvUTF8(filename)));
+}
+
+SV *ffxs_write_path_arg(pTHX_ SV *filename, const char *op)
+{
+    SV *path = path_arg(filename);
+
+    if (SvTAINTED(filename)) {
+        TAINT;
+        taint_proper(NULL, op);
+    }
+    return path;
+}
+
+/* A boolean option's value: anything but a reference. */
+static bool S_flag_value(pTHX_ const char *key, SV *val)
+{
+    if (SvROK(val))
+        croak("invalid value for option '%s'\n", key);
+    return SvTRUE_nomg(val);
+}
+#define flag_value(key, val) S_flag_value(aTHX_ key, val)
+
+void ffxs_parse_options(pTHX_ HV *hv, struct ff_options *opt, bool *force_utf8,
+                        SV **buffer_size)
+{
+    HE *he;
+
+    hv_iterinit(hv);
+    while ((he = hv_iternext(hv))) {
+        STRLEN klen;
+        const char *key = HePV(he, klen);
+        SV *val = hv_iterval(hv, he);
+#define KEY_IS(name) (klen == sizeof(name) - 1 && memEQ(key, name, klen))
+
+        SvGETMAGIC(val);
+        if (KEY_IS("perm")) {
+            if (SvOK(val)) {
+                NV mode = SvROK(val) || !looks_like_number(val) ? -1 : number_arg(val, "perm");
+                if (!(mode >= 0 && mode <= 07777 && mode == (NV)(IV)mode))  /* NaN fails too */
+                    croak("invalid value for option 'perm'\n");
+                opt->perm = (mode_t)mode;
+            }
+        }
+        else if (KEY_IS("utf8"))            *force_utf8 = flag_value(key, val);
+        else if (KEY_IS("fsync"))           opt->fsync = flag_value(key, val);
+        else if (KEY_IS("preserve"))        opt->preserve = flag_value(key, val);
+        else if (KEY_IS("if_changed"))      opt->if_changed = flag_value(key, val);
+        else if (KEY_IS("mkdir"))           opt->mkdir = flag_value(key, val);
+        else if (KEY_IS("follow_symlinks")) opt->follow_symlinks = flag_value(key, val);
+        else if (KEY_IS("noclobber"))       opt->noclobber = flag_value(key, val);
+        else if (buffer_size && KEY_IS("buffer_size"))
+            *buffer_size = val;
+        else
+            croak("unknown option '%" SVf "'\n", SVfARG(hv_iterkeysv(he)));
+#undef KEY_IS
+    }
+}
+
+bool ffxs_start_write(pTHX_ struct ff_atomic *a, SV *path, const struct ff_options *opt,
+                      const struct ff_eintr *intr, IV pid, const char *op,
+                      const char *buf, STRLEN len, const char *tail, STRLEN tail_len)
+{
+    int err = ff_atomic_init(a, SvPVX(path), opt, intr);
+
+    if (err)
+        croak_errno(err, "unable to replace '%" SVf "' - ", SVfARG(path));
+    discard_at_leave(a);
+    croak_unless_safe(path, op, pid);
+    err = ff_atomic_prepare(a);
+    if (err)
+        croak_step(a, err, path);
+    /* noclobber wins: an existing target is an error even when identical */
+    if (opt->if_changed && !opt->noclobber && ff_atomic_unchanged(a, buf, len, tail, tail_len))
+        return FALSE;
+    err = ff_atomic_create(a, (long)pid);
+    if (err)
+        croak_step(a, err, path);
+    return TRUE;
+}

@@ -1,0 +1,147 @@
+/* xs_common.h - the perl helpers that file_set_contents (FastFile.xs), the
+ * streaming writer (xs_writer.c) and file_set_contents_many (xs_batch.c)
+ * share: reading arguments the way perl does, the bytes a value writes as,
+ * errors and warnings in perl's words, perl's signal handlers on EINTR, and
+ * the start of a write. Defined in xs_common.c.
+ *
+ * Include it after perl.h (with PERL_NO_GET_CONTEXT) and ppport.h. Every
+ * helper that takes pTHX_ is called by its short name: ffxs_name(aTHX_ ...)
+ * is name(...), as in perl's own headers.
+ */
+#ifndef XS_COMMON_H
+#define XS_COMMON_H
+
+#include "ff_io.h"
+
+/* Croak with "<formatted prefix><$! text>\n" and leave $! set to err. The
+ * text comes from perl's own $! so it matches "$!" in the caller's locale. */
+void ffxs_croak_errno(pTHX_ int err, const char *fmt, ...)
+    __attribute__format__(__printf__, pTHX_2, pTHX_3) __attribute__noreturn__;
+#define croak_errno(err, ...) ffxs_croak_errno(aTHX_ err, __VA_ARGS__)
+
+/* Croak for the step of a that failed with err, naming the temp file or the
+ * target as the reference does. */
+void ffxs_croak_step(pTHX_ const struct ff_atomic *a, int err, SV *path)
+    __attribute__noreturn__;
+#define croak_step(a, err, path) ffxs_croak_step(aTHX_ a, err, path)
+
+/* A warning in category cat (packWARN) when the caller's lexical warnings
+ * enable it (by default too, with dflt), but never fatal: a caller's
+ * `use warnings FATAL => ...` must not abort a write, as the reference's
+ * warnings come from its own scope. Worded and delivered like perl's own
+ * (" at FILE line N.", $SIG{__WARN__}). */
+void ffxs_warn_soft(pTHX_ U32 cat, bool dflt, const char *fmt, ...)
+    __attribute__format__(__printf__, pTHX_3, pTHX_4);
+#define warn_soft(cat, dflt, ...) ffxs_warn_soft(aTHX_ cat, dflt, __VA_ARGS__)
+
+/* sv as a number, as perl numifies it (overloading too), without caching
+ * a number in the caller's scalar (a string perm '384' stays a string).
+ * A string that is no number warns, never fatally, and counts as its
+ * numeric prefix, as in perl. Its get-magic has run. */
+NV ffxs_number_arg(pTHX_ SV *sv, const char *op);
+#define number_arg(sv, op) ffxs_number_arg(aTHX_ sv, op)
+
+/* perl's IS_SAFE_PATHNAME, with a warning that is never fatal: FALSE (and
+ * errno ENOENT, as open gives) for a path with a NUL byte. */
+bool ffxs_safe_path(pTHX_ SV *path, const char *op);
+#define safe_path(path, op) ffxs_safe_path(aTHX_ path, op)
+
+/* The filename argument (its get-magic already run) as a private copy:
+ * user code that runs later (overload, tie, signal handlers) cannot free it.
+ * Croaks for undef and "". */
+SV *ffxs_path_arg(pTHX_ SV *filename);
+#define path_arg(filename) ffxs_path_arg(aTHX_ filename)
+
+/* path_arg for a file to be written: a tainted name is refused under -T,
+ * as the reference's sysopen refuses it; op names the function. */
+SV *ffxs_write_path_arg(pTHX_ SV *filename, const char *op);
+#define write_path_arg(filename, op) ffxs_write_path_arg(aTHX_ filename, op)
+
+/* A path to be written that holds a NUL byte: croak with ENOENT, as open
+ * does (after safe_path's warning, whatever its handler did to errno). */
+void ffxs_croak_unless_safe(pTHX_ SV *path, const char *op, IV pid);
+#define croak_unless_safe(path, op, pid) ffxs_croak_unless_safe(aTHX_ path, op, pid)
+
+/* Read the options hash: every value's get-magic once, unknown keys and
+ * bad values refused before anything is touched. buffer_size is only known
+ * where the caller asks for it (the streaming writer). */
+void ffxs_parse_options(pTHX_ HV *hv, struct ff_options *opt, bool *force_utf8,
+                        SV **buffer_size);
+#define parse_options(hv, opt, force_utf8, buffer_size) \
+    ffxs_parse_options(aTHX_ hv, opt, force_utf8, buffer_size)
+
+/* The bytes file_set_contents writes for data (the table in the contract).
+ * Returns a pointer into data's own buffer (or a copy's, for a value with
+ * no string form) unless new bytes are needed; a converted copy is freed
+ * when the caller's scope is left. *owner is set to the SV whose buffer is
+ * returned, so it can be held and protected while signal handlers run. op
+ * names the function in warnings; a warning handler runs with data held
+ * and read-only, so the pointer stays good. */
+const char *ffxs_payload(pTHX_ SV *data, bool force_utf8, STRLEN *len, SV **owner,
+                         const char *op);
+#define payload(data, force_utf8, len, owner, op) \
+    ffxs_payload(aTHX_ data, force_utf8, len, owner, op)
+
+/* sv kept alive until the current scope is left: user code may drop the
+ * caller's last reference to it while we write from its buffer. */
+PERL_STATIC_INLINE void S_hold_in_scope(pTHX_ SV *sv)
+{
+    SAVEFREESV(SvREFCNT_inc_simple_NN(sv));
+}
+#define hold_in_scope(sv) S_hold_in_scope(aTHX_ sv)
+
+/* sv read-only until the current scope is left: user code that ran now and
+ * changed it could free or move the buffer we point into. */
+PERL_STATIC_INLINE void S_readonly_in_scope(pTHX_ SV *sv)
+{
+    if (!SvREADONLY(sv)) {
+        SAVESETSVFLAGS(sv, SVf_READONLY, 0);
+        SvREADONLY_on(sv);
+    }
+}
+#define readonly_in_scope(sv) S_readonly_in_scope(aTHX_ sv)
+
+/* $$, not getpid(): temp files are named after it. */
+PERL_STATIC_INLINE IV S_dollar_pid(pTHX)
+{
+    return SvIV(get_sv("$", GV_ADD));
+}
+#define dollar_pid() S_dollar_pid(aTHX)
+
+/* What ffxs_on_eintr protects while perl's signal handlers run. */
+struct ff_guard {
+    SV *data;                 /* the SV whose buffer is being written (held), or NULL */
+    struct ff_atomic *atomic; /* the replacement being made */
+    IV pid;                   /* $$ of the call: a child forked by a handler
+                               * must not remove or write to its parent's temp */
+    bool forked;              /* this is such a child */
+};
+
+/* The ff_on_eintr callback (ff_io.h) of every call: EINTR, a short write,
+ * or the moment before the rename run perl's pending signal handlers (an
+ * alarm must still fire, and before the file is published). ctx is a
+ * struct ff_guard, or NULL when nothing needs guarding (the readers; a
+ * batch, whose data is read-only throughout). While they run, the SV we
+ * are writing from (held by the caller) is read-only: a handler that
+ * changed it could free or move the buffer under the write. */
+void ffxs_on_eintr(void *ctx);
+
+/* Remove whatever of a is still ours when the current scope is left: on
+ * success (nothing left), a croak or a die from a signal handler alike. */
+void ffxs_discard_at_leave(pTHX_ struct ff_atomic *a);
+#define discard_at_leave(a) ffxs_discard_at_leave(aTHX_ a)
+
+/* The start of a write, as file_set_contents and the writer's new do it:
+ * a set up for path (opt, intr), its discard registered in the caller's
+ * scope (a croak from here on leaves nothing behind), a path with a NUL
+ * refused as open refuses it, the old target looked at, and unless
+ * if_changed finds it holding buf then tail already, the temp created.
+ * FALSE when the target is unchanged (nothing created). op names the
+ * caller in warnings; pid is $$ of the call. Croaks for every failure. */
+bool ffxs_start_write(pTHX_ struct ff_atomic *a, SV *path, const struct ff_options *opt,
+                      const struct ff_eintr *intr, IV pid, const char *op,
+                      const char *buf, STRLEN len, const char *tail, STRLEN tail_len);
+#define start_write(a, path, opt, intr, pid, op, buf, len, tail, tail_len) \
+    ffxs_start_write(aTHX_ a, path, opt, intr, pid, op, buf, len, tail, tail_len)
+
+#endif

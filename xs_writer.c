@@ -1,0 +1,326 @@
+/* xs_writer.c - FastFile::Writer, the streaming atomic writer (its XSUBs
+ * are in Writer.xsh, the typemap's T_FF_WRITER fetches the object).
+ * The temp file is made in new; print, printf and write collect bytes in a
+ * struct ff_wbuf (ff_io.c) that is written with one write(2) each time it
+ * fills; commit writes the rest, closes and renames; abort or destruction
+ * without commit removes the temp file. */
+#define PERL_NO_GET_CONTEXT
+#include "EXTERN.h"
+#include "perl.h"
+#include "XSUB.h"
+#include "ppport.h"
+
+#include "xs_common.h"
+#include "xs_writer.h"
+
+#define FF_WRITER_CLASS "FastFile::Writer"
+#define FF_WRITER_DEFAULT_SIZE (1024 * 1024)   /* one write(2) per MiB */
+
+#define FF_W_OPEN      0   /* accepting data */
+#define FF_W_BUSY      1   /* inside write(2) or commit: signal handlers run here */
+#define FF_W_COMMITTED 2
+#define FF_W_ABORTED   3   /* abort, a failed step, or created in new and not done */
+
+struct ff_writer {
+    struct ff_atomic a;   /* temp fd and paths; a.intr is &intr */
+    struct ff_eintr intr; /* ctx: &guard */
+    struct ff_guard guard;/* the SV written from, if any, and pid */
+    struct ff_wbuf wb;    /* the bytes not written yet */
+    SV *self;             /* the object's SV (not counted: it owns w) */
+    SV *path;             /* the filename as given, for messages */
+    IV pid;               /* $$ of the process that made the temp */
+    int state;            /* FF_W_*, an int for SAVEINT */
+    bool force_utf8;
+};
+
+/* Tags the SV that holds a writer's address: its identity is this table's
+ * address, so no other object passes for a writer, and checking it costs no
+ * lookup by class name. */
+static const MGVTBL S_writer_tag = { NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL };
+
+struct ff_writer *ffxs_writer_fetch(pTHX_ SV *self)
+{
+    struct ff_writer *w = NULL;
+
+    if (SvROK(self) && mg_findext(SvRV(self), PERL_MAGIC_ext, &S_writer_tag))
+        w = INT2PTR(struct ff_writer *, SvIVX(SvRV(self)));
+    if (!w)
+        croak(FF_WRITER_CLASS ": not a writer object\n");
+    return w;
+}
+
+/* Croak unless w accepts data. */
+static void S_writer_usable(pTHX_ const struct ff_writer *w)
+{
+    if (w->state != FF_W_OPEN)
+        croak(FF_WRITER_CLASS ": %s\n",
+              w->state == FF_W_COMMITTED ? "already committed"
+              : w->state == FF_W_BUSY ? "busy (called while it writes)"
+              : "already aborted");
+}
+#define writer_usable(w) S_writer_usable(aTHX_ w)
+
+/* A forked child's copy may buffer but never write: the temp is the parent's. */
+static void S_writer_own_process(pTHX_ const struct ff_writer *w)
+{
+    if (dollar_pid() != w->pid)
+        croak(FF_WRITER_CLASS ": the writer belongs to process %" IVdf "\n", w->pid);
+}
+#define writer_own_process(w) S_writer_own_process(aTHX_ w)
+
+/* w, ready for data. Call it inside ENTER/LEAVE: user code (magic,
+ * overloading, signal handlers) may drop the last reference, so w is kept
+ * alive until that scope is left; converted payloads are freed there too. */
+static void S_writer_hold(pTHX_ struct ff_writer *w)
+{
+    hold_in_scope(w->self);
+    writer_usable(w);
+}
+#define writer_hold(w) S_writer_hold(aTHX_ w)
+
+/* A guarded step succeeded: leave its discard nothing to remove, and
+ * return the replacement, to be put back once the scope is left. */
+static struct ff_atomic disarm(struct ff_atomic *a)
+{
+    struct ff_atomic ready = *a;
+
+    a->fd = -1;
+    a->created = 0;
+    a->temp = a->target = NULL;
+    return ready;
+}
+
+/* One step that writes: append buf[0..n) (from owner's buffer, if owner),
+ * or with buf NULL, write the rest and commit. A croak, or a die from a
+ * signal handler run on EINTR, unwinds through the discard (temp closed and
+ * removed) and a SAVEINT that leaves the writer aborted. */
+static void S_writer_step(pTHX_ struct ff_writer *w, const char *buf, size_t n, SV *owner)
+{
+    struct ff_atomic ready;
+    int err;
+
+    writer_own_process(w);
+    ENTER;
+    w->state = FF_W_ABORTED;
+    SAVEINT(w->state);                  /* left aborted unless it succeeds */
+    w->state = FF_W_BUSY;
+    discard_at_leave(&w->a);
+    if (owner)      /* held, and read-only while handlers run */
+        hold_in_scope(owner);
+    w->guard.data = owner;
+    w->a.step = FF_STEP_WRITE;
+    if (buf)
+        err = ff_wbuf_append(&w->wb, w->a.fd, buf, n, &w->intr);
+    else if (!(err = ff_wbuf_flush(&w->wb, w->a.fd, &w->intr))) {
+        ff_wbuf_free(&w->wb);           /* now: nothing slow after the rename */
+        err = ff_atomic_commit(&w->a);
+    }
+    w->guard.data = NULL;
+    if (err)
+        croak_step(&w->a, err, w->path);
+    ready = disarm(&w->a);
+    LEAVE;
+    w->a = ready;
+    w->state = FF_W_OPEN;
+}
+#define writer_step(w, buf, n, owner) S_writer_step(aTHX_ w, buf, n, owner)
+
+/* Append the bytes file_set_contents would write for sv (its get-magic
+ * already run); op names the method in warnings. */
+static void S_writer_chunk(pTHX_ struct ff_writer *w, SV *sv, const char *op)
+{
+    SV *owner;
+    STRLEN n;
+    const char *buf = payload(sv, w->force_utf8, &n, &owner, op);
+
+    writer_usable(w);                   /* overloading may have ended it */
+    /* the usual case: a copy into the buffer, no write(2), nothing to guard */
+    if (!ff_wbuf_fills(&w->wb, n) && !ff_wbuf_append(&w->wb, w->a.fd, buf, n, &w->intr))
+        return;
+    /* it fills the buffer, or the copy found no memory: the guarded step
+     * writes, or tries again and reports it */
+    writer_step(w, buf, n, owner);
+}
+#define writer_chunk(w, sv, op) S_writer_chunk(aTHX_ w, sv, op)
+
+/* ST() reads the stack afresh: user code runs between the items. */
+void ffxs_writer_print(pTHX_ struct ff_writer *w, I32 ax, I32 items)
+{
+    const char *op = FF_WRITER_CLASS "::print";
+    I32 i;
+
+    ENTER;
+    writer_hold(w);
+    for (i = 1; i < items; i++) {
+        SV *ofs = i > 1 ? GvSV(PL_ofsgv) : NULL;     /* $, : read afresh, as print does */
+
+        if (ofs && (SvGMAGICAL(ofs) || SvOK(ofs))) {
+            SvGETMAGIC(ofs);
+            if (SvOK(ofs))
+                writer_chunk(w, ofs, op);
+        }
+        SvGETMAGIC(ST(i));
+        writer_chunk(w, ST(i), op);
+    }
+    if (PL_ors_sv && SvOK(PL_ors_sv))                /* $\ */
+        writer_chunk(w, PL_ors_sv, op);
+    LEAVE;
+}
+
+void ffxs_writer_printf(pTHX_ struct ff_writer *w, I32 ax, I32 items)
+{
+    SV *formatted;
+    const char *pat;
+    STRLEN len;
+    I32 i;
+
+    ENTER;
+    writer_hold(w);
+    if (items < 2)
+        croak("Usage: " FF_WRITER_CLASS "::printf(self, format, ...)");
+    /* formatted from copies (get-magic once each): sprintf would cache
+     * string and number forms in the caller's scalars */
+    for (i = 1; i < items; i++)
+        ST(i) = sv_mortalcopy(ST(i));
+    pat = SvPV_nomg_const(ST(1), len);
+    formatted = sv_newmortal();
+    sv_setpvs(formatted, "");
+    if (DO_UTF8(ST(1)))
+        SvUTF8_on(formatted);
+    sv_vsetpvfn(formatted, pat, len, NULL, &ST(2), (Size_t)(items - 2), NULL);
+    writer_chunk(w, formatted, FF_WRITER_CLASS "::printf");
+    LEAVE;
+}
+
+void ffxs_writer_write(pTHX_ struct ff_writer *w, I32 ax, I32 items)
+{
+    ENTER;
+    writer_hold(w);
+    if (items != 2)
+        croak("Usage: " FF_WRITER_CLASS "::write(self, data)");
+    SvGETMAGIC(ST(1));
+    writer_chunk(w, ST(1), FF_WRITER_CLASS "::write");
+    LEAVE;
+}
+
+/* new's options: file_set_contents's but if_changed, plus buffer_size. */
+static void S_writer_options(pTHX_ SV *opts, struct ff_options *opt, bool *force_utf8,
+                             size_t *size)
+{
+    SV *size_sv = NULL;
+    HV *hv;
+    NV nv;
+
+    Zero(opt, 1, struct ff_options);
+    opt->perm = 0644;
+    if (!opts || !SvOK(opts))
+        return;
+    if (!SvROK(opts) || SvTYPE(SvRV(opts)) != SVt_PVHV)
+        croak(FF_WRITER_CLASS ": options must be a hash reference\n");
+    hv = (HV *)SvRV(opts);
+    if (hv_exists(hv, "if_changed", 10))
+        croak(FF_WRITER_CLASS ": option 'if_changed' is not supported by the writer\n");
+    parse_options(hv, opt, force_utf8, &size_sv);
+    if (!size_sv || !SvOK(size_sv))     /* its get-magic ran in parse_options */
+        return;
+    if (SvROK(size_sv) || !looks_like_number(size_sv)
+        || !((nv = number_arg(size_sv, "buffer_size")) >= 1 && nv <= (NV)SSize_t_MAX
+             && nv == (NV)(size_t)nv))       /* NaN fails too */
+        croak("invalid value for option 'buffer_size'\n");
+    *size = (size_t)nv;
+}
+#define writer_options(opts, opt, force_utf8, size) \
+    S_writer_options(aTHX_ opts, opt, force_utf8, size)
+
+SV *ffxs_writer_new(pTHX_ SV *klass, SV *filename, SV *opts)
+{
+    struct ff_writer *w;
+    struct ff_options opt;
+    struct ff_atomic ready;
+    SV *path, *obj;
+    HV *stash;
+    bool force_utf8 = FALSE;
+    size_t size = FF_WRITER_DEFAULT_SIZE;
+
+    ENTER;
+    SvGETMAGIC(filename);
+    if (opts)
+        SvGETMAGIC(opts);
+    path = write_path_arg(filename, FF_WRITER_CLASS "->new");
+    writer_options(opts, &opt, &force_utf8, &size);
+    stash = SvROK(klass) && SvOBJECT(SvRV(klass)) ? SvSTASH(SvRV(klass))
+                                                 : gv_stashsv(klass, GV_ADD);
+
+    /* From here the object owns w: a croak frees it through DESTROY, after
+     * the discard (the savestack, not the tmps stack: die frees mortals first). */
+    Newxz(w, 1, struct ff_writer);
+    w->a.fd = -1;
+    w->state = FF_W_ABORTED;
+    obj = newRV_noinc(newSViv(PTR2IV(w)));
+    sv_magicext(SvRV(obj), NULL, PERL_MAGIC_ext, &S_writer_tag, NULL, 0);
+    SAVEFREESV(obj);
+    sv_bless(obj, stash);
+    SvREADONLY_on(SvRV(obj));
+    w->self = SvRV(obj);
+    w->path = SvREFCNT_inc_simple_NN(path);
+    w->wb.size = size;
+    w->force_utf8 = force_utf8;
+    w->pid = dollar_pid();
+    w->guard.pid = w->pid;
+    w->guard.atomic = &w->a;
+    w->intr.fn = ffxs_on_eintr;
+    w->intr.ctx = &w->guard;
+    start_write(&w->a, path, &opt, &w->intr, w->pid, FF_WRITER_CLASS "->new", NULL, 0, NULL, 0);
+    ready = disarm(&w->a);
+    SvREFCNT_inc_simple_void_NN(obj);
+    LEAVE;
+    w->a = ready;
+    w->state = FF_W_OPEN;
+    return sv_2mortal(obj);
+}
+
+void ffxs_writer_commit(pTHX_ struct ff_writer *w)
+{
+    ENTER;
+    writer_hold(w);
+    writer_step(w, NULL, 0, NULL);
+    w->state = FF_W_COMMITTED;
+    ff_atomic_discard(&w->a);   /* only the paths are left to free */
+    ff_wbuf_free(&w->wb);
+    LEAVE;
+}
+
+/* Close the temp and free the buffer. Only the process that made the temp
+ * removes it: a forked copy closes its fd and leaves the file alone. */
+static void S_writer_discard(pTHX_ struct ff_writer *w)
+{
+    if (dollar_pid() != w->pid)
+        w->a.created = 0;
+    ff_atomic_discard(&w->a);
+    ff_wbuf_free(&w->wb);
+}
+#define writer_discard(w) S_writer_discard(aTHX_ w)
+
+bool ffxs_writer_abort(pTHX_ struct ff_writer *w)
+{
+    if (w->state == FF_W_BUSY)
+        writer_usable(w);       /* croaks: a signal handler inside one of its writes */
+    if (w->state != FF_W_OPEN)
+        return FALSE;
+    writer_discard(w);
+    w->state = FF_W_ABORTED;
+    return TRUE;
+}
+
+void ffxs_writer_destroy(pTHX_ SV *self)
+{
+    struct ff_writer *w;
+
+    if (!SvROK(self) || !mg_findext(SvRV(self), PERL_MAGIC_ext, &S_writer_tag)
+        || !(w = INT2PTR(struct ff_writer *, SvIVX(SvRV(self)))))
+        return;
+    SvIV_set(SvRV(self), 0);
+    writer_discard(w);
+    SvREFCNT_dec(w->path);
+    Safefree(w);
+}
