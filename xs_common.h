@@ -101,10 +101,13 @@ PERL_STATIC_INLINE void S_readonly_in_scope(pTHX_ SV *sv)
 }
 #define readonly_in_scope(sv) S_readonly_in_scope(aTHX_ sv)
 
-/* $$, not getpid(): temp files are named after it. */
+/* $$, not getpid(): temp files are named after it. (Not SvIV(get_sv(...)):
+ * SvIV evaluates its argument twice, and the lookup is the costly part.) */
 PERL_STATIC_INLINE IV S_dollar_pid(pTHX)
 {
-    return SvIV(get_sv("$", GV_ADD));
+    SV *pid = get_sv("$", GV_ADD);
+
+    return SvIV(pid);
 }
 #define dollar_pid() S_dollar_pid(aTHX)
 
