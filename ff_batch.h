@@ -13,6 +13,10 @@
 
 #include "ff_io.h"
 
+#if defined(__GNUC__) && __GNUC__ >= 4
+#pragma GCC visibility push(hidden)   /* see ff_io.h */
+#endif
+
 /* With fsync, at most this many temps are open at once: the barrier runs
  * over each group of this many (a huge batch does not run out of fds). */
 #define FF_BATCH_OPEN_MAX 256
@@ -85,5 +89,9 @@ int ff_batch_commit(struct ff_batch *b, long pid);
  * forked and exits unwinds the parent's cleanup) the temps are left to
  * the parent: only closed. */
 void ff_batch_discard(struct ff_batch *b);
+
+#if defined(__GNUC__) && __GNUC__ >= 4
+#pragma GCC visibility pop
+#endif
 
 #endif

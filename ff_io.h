@@ -15,6 +15,12 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+/* Only boot_FastFile leaves FastFile.so: calls between our files then
+ * need no PLT, and no other module can see or replace these names. */
+#if defined(__GNUC__) && __GNUC__ >= 4
+#pragma GCC visibility push(hidden)
+#endif
+
 /* Called when a syscall returned EINTR, before it is retried, after a short
  * write, and once in ff_atomic_commit between close and rename (signals that
  * came during the write are handled before the file is published). It runs
@@ -173,5 +179,9 @@ int ff_atomic_preserve(struct ff_atomic *a);
 int ff_atomic_rename_noreplace(struct ff_atomic *a);
 /* 64 random bits for a temp name's suffix. */
 unsigned long long ff_random_bits(void);
+
+#if defined(__GNUC__) && __GNUC__ >= 4
+#pragma GCC visibility pop
+#endif
 
 #endif

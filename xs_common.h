@@ -13,6 +13,10 @@
 
 #include "ff_io.h"
 
+#if defined(__GNUC__) && __GNUC__ >= 4
+#pragma GCC visibility push(hidden)   /* see ff_io.h */
+#endif
+
 /* Croak with "<formatted prefix><$! text>\n" and leave $! set to err. The
  * text comes from perl's own $! so it matches "$!" in the caller's locale. */
 void ffxs_croak_errno(pTHX_ int err, const char *fmt, ...)
@@ -146,5 +150,9 @@ bool ffxs_start_write(pTHX_ struct ff_atomic *a, SV *path, const struct ff_optio
                       const char *buf, STRLEN len, const char *tail, STRLEN tail_len);
 #define start_write(a, path, opt, intr, pid, op, buf, len, tail, tail_len) \
     ffxs_start_write(aTHX_ a, path, opt, intr, pid, op, buf, len, tail, tail_len)
+
+#if defined(__GNUC__) && __GNUC__ >= 4
+#pragma GCC visibility pop
+#endif
 
 #endif

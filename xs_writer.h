@@ -4,6 +4,10 @@
 #ifndef XS_WRITER_H
 #define XS_WRITER_H
 
+#if defined(__GNUC__) && __GNUC__ >= 4
+#pragma GCC visibility push(hidden)   /* see ff_io.h */
+#endif
+
 struct ff_writer;
 
 /* The typemap's FastFile::Writer (T_FF_WRITER): the writer behind self. */
@@ -44,5 +48,9 @@ bool ffxs_writer_abort(pTHX_ struct ff_writer *w);
 /* DESTROY: an uncommitted temp is removed. Quiet on anything but a writer. */
 void ffxs_writer_destroy(pTHX_ SV *self);
 #define writer_destroy(self) ffxs_writer_destroy(aTHX_ self)
+
+#if defined(__GNUC__) && __GNUC__ >= 4
+#pragma GCC visibility pop
+#endif
 
 #endif
