@@ -1,12 +1,21 @@
 /* ff_io.h - the perl-free I/O core of FastFile.
  *
  * Functions return 0 on success or an errno value. An atomic replacement is
- * a struct ff_atomic: begin creates the temp, write_all fills it, commit
- * publishes it, discard removes whatever is still ours. The caller (the XS
- * glue) registers discard before begin, so a croak or a die from a signal
- * handler running inside an ff_on_eintr callback leaves nothing behind.
- * The streaming writer adds a struct ff_wbuf: bytes collect in it and go
- * out with one write(2) each time it is full.
+ * a struct ff_atomic, made in this order:
+ *   ff_atomic_init       paths and options copied, nothing touched
+ *   ff_atomic_prepare    symlinks followed, the old target looked at
+ *   ff_atomic_unchanged  if_changed: the target holds the bytes already, done
+ *   ff_atomic_create     the temp "<target>.tmp.<pid>" (parents with mkdir)
+ *   write or buffer      ff_write_all / ff_write_tail_all, or the streaming
+ *                        writer's struct ff_wbuf (one write(2) each time it
+ *                        is full, ff_wbuf_flush for the rest)
+ *   ff_atomic_commit     preserve's owner and mode, fsync's fdatasync, close,
+ *                        pending signal handlers, rename, fsync of the dir
+ * and ff_atomic_discard for cleanup: it removes whatever is still ours. The
+ * caller (the XS glue, xs_common.c's start_write) registers discard right
+ * after init, so a croak or a die from a signal handler running inside an
+ * ff_on_eintr callback leaves nothing behind. ff_batch.h does the same for
+ * many files at once.
  */
 #ifndef FF_IO_H
 #define FF_IO_H
