@@ -5,8 +5,10 @@
  * the start of a write. Defined in xs_common.c.
  *
  * Include it after perl.h (with PERL_NO_GET_CONTEXT) and ppport.h. Every
- * helper that takes pTHX_ is called by its short name: ffxs_name(aTHX_ ...)
- * is name(...), as in perl's own headers.
+ * helper that takes pTHX_ is called by its short name, as in perl's own
+ * headers: ffxs_name(aTHX_ ...) here, S_name(aTHX_ ...) for one file's
+ * static helpers, is name(...). Savestack destructors (S_discard and the
+ * like) are only passed by address to SAVEDESTRUCTOR_X: they have none.
  */
 #ifndef XS_COMMON_H
 #define XS_COMMON_H

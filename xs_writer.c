@@ -36,13 +36,13 @@ struct ff_writer {
 /* Tags the SV that holds a writer's address: its identity is this table's
  * address, so no other object passes for a writer, and checking it costs no
  * lookup by class name. */
-static const MGVTBL S_writer_tag = { NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL };
+static const MGVTBL writer_tag = { NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL };
 
 struct ff_writer *ffxs_writer_fetch(pTHX_ SV *self)
 {
     struct ff_writer *w = NULL;
 
-    if (SvROK(self) && mg_findext(SvRV(self), PERL_MAGIC_ext, &S_writer_tag))
+    if (SvROK(self) && mg_findext(SvRV(self), PERL_MAGIC_ext, &writer_tag))
         w = INT2PTR(struct ff_writer *, SvIVX(SvRV(self)));
     if (!w)
         croak(FF_WRITER_CLASS ": not a writer object\n");
@@ -257,7 +257,7 @@ SV *ffxs_writer_new(pTHX_ SV *klass, SV *filename, SV *opts)
     w->a.fd = -1;
     w->state = FF_W_ABORTED;
     obj = newRV_noinc(newSViv(PTR2IV(w)));
-    sv_magicext(SvRV(obj), NULL, PERL_MAGIC_ext, &S_writer_tag, NULL, 0);
+    sv_magicext(SvRV(obj), NULL, PERL_MAGIC_ext, &writer_tag, NULL, 0);
     SAVEFREESV(obj);
     sv_bless(obj, stash);
     SvREADONLY_on(SvRV(obj));
@@ -316,7 +316,7 @@ void ffxs_writer_destroy(pTHX_ SV *self)
 {
     struct ff_writer *w;
 
-    if (!SvROK(self) || !mg_findext(SvRV(self), PERL_MAGIC_ext, &S_writer_tag)
+    if (!SvROK(self) || !mg_findext(SvRV(self), PERL_MAGIC_ext, &writer_tag)
         || !(w = INT2PTR(struct ff_writer *, SvIVX(SvRV(self)))))
         return;
     SvIV_set(SvRV(self), 0);
