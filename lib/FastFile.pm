@@ -317,71 +317,151 @@ data scalars are read-only (a signal handler that tries to change one dies).
 
 Each ends in a newline; C<$!> is left set to the failing call's error, and the
 C<$!> text in the message is perl's own, so it matches C<"$!"> in the
-caller's locale.
+caller's locale. Whatever the error, the target is untouched (but where an
+entry says otherwise) and no temporary file is left. Each entry says what
+causes it, then what to do.
 
 =over 4
 
 =item C<file name is undefined or empty>
 
+C<$filename> is C<undef> or C<"">. Check the variable that should hold the
+path (C<file_read_firstline> returns C<undef> for it instead).
+
 =item C<unable to open file 'TEMP' - $!>
 
-Creating C<"$filename.tmp.$$"> failed. A C<"\0"> in the path fails here with
-C<ENOENT>, as perl's C<open> does (with its C<syscalls> warning).
+Creating C<"$filename.tmp.$$"> failed: the directory is missing, not
+writable, or on a read-only or full filesystem; a C<"\0"> in the path fails
+here with C<ENOENT>, as perl's C<open> does (with its C<syscalls> warning).
+Create the directory (or pass C<< mkdir => 1 >>) and make it writable for
+the user that writes.
 
 =item C<unable to write 'TEMP' - $!>
 
-A C<write> that returns 0 counts as C<ENOSPC>.
+The data did not fit: C<ENOSPC>, C<EDQUOT>, C<EFBIG> (pmxcfs's file size
+limit), or C<EIO>; a C<write> that returns 0 counts as C<ENOSPC>. Free space,
+raise the quota or write less, then call again.
 
 =item C<closing file 'TEMP' failed - $!>
 
-NFS and FUSE report write errors here.
+The filesystem reported a delayed write error at C<close> (NFS and FUSE do).
+Treat it as a failed write: fix the filesystem's problem, then call again.
 
 =item C<close (rename) atomic file 'FILENAME' failed: $!>
 
+The rename onto C<$filename> failed: it is a directory (C<EISDIR>) or a
+mount point (C<EBUSY>), or, with C<noclobber>, it exists (C<EEXIST>). Name a
+plain file, or remove what is in the way.
+
 =item C<unable to sync 'TEMP' - $!>, C<unable to sync directory of 'FILENAME' - $!>
+
+With C<fsync>: the storage could not make the data (or, after the rename,
+the directory entry) durable, usually C<EIO>. After the directory's, the
+target already holds the new content but may not survive a crash. Check the
+device (the kernel log), then call again.
 
 =item C<unable to set owner of 'TEMP' - $!>, C<unable to set mode of 'TEMP' - $!>
 
+With C<preserve>: C<fchown> or C<fchmod> of the new file failed with
+something other than C<EPERM> (C<EROFS>, C<EIO>). Fix the filesystem, or
+drop C<preserve>.
+
 =item C<unable to stat 'FILENAME' - $!>
+
+Looking at the existing target (with C<preserve> or C<if_changed>; for every
+target of a batch) failed with something other than C<ENOENT>, e.g.
+C<EACCES> on a directory of the path. Make the path searchable for the user
+that writes.
 
 =item C<unable to create parent directories of 'FILENAME' - $!>
 
+With C<mkdir>: a missing directory could not be made (C<EACCES>, C<EROFS>,
+C<ENOTDIR> when a file is in the way). Fix the permissions or remove what is
+in the way.
+
 =item C<unable to follow symlinks of 'FILENAME' - $!>
+
+With C<follow_symlinks>: a link could not be read, or the chain is longer
+than 40 links or loops (C<ELOOP>). Repair the chain of links.
 
 =item C<noclobber is not supported by the filesystem of 'FILENAME' - $!>
 
+With C<noclobber>: the filesystem has neither C<renameat2>'s
+C<RENAME_NOREPLACE> nor hard links (pmxcfs). Drop C<noclobber> there;
+nothing else can refuse an existing target atomically.
+
 =item C<unknown option 'KEY'>, C<invalid value for option 'KEY'>
+
+A key that is not in the list under L</\%options>, or a value it does not
+take (a reference, a C<perm> outside 0 to 07777). Correct the options hash.
+
+=item C<force_utf8 argument given with an options hash: use its 'utf8' key>
+
+A fourth argument next to an options hash. Put C<< utf8 => 1 >> in the hash
+instead.
 
 =item C<can't open 'FILENAME' - $!>
 
+C<file_get_contents> could not open the file (C<ENOENT>, C<EACCES>). Check
+that it exists and is readable, or use C<file_read_firstline>, which returns
+C<undef> for a missing file.
+
 =item C<unable to read file 'FILENAME' - $!>
+
+A read of an open file failed (C<EIO>; C<EISDIR> for C<file_get_contents> of
+a directory). Name a readable regular file, or check the device.
 
 =item C<file 'FILENAME' too long - aborting>
 
+C<file_get_contents> read more than C<$max> bytes (default 1 MiB, pmxcfs's
+limit). Pass a larger C<$max> if the file may be that big.
+
 =item C<file 'FILENAME' exists but open for reading failed - $!>
+
+C<file_read_firstline> could not open an existing file (C<EACCES>). Make it
+readable for the user that reads.
 
 =item C<file_set_contents_many: replaced 'A', 'B', then close (rename) atomic file 'FILENAME' failed: $!>
 
-A rename of a batch failed after others had succeeded: the targets listed are
-new, all others untouched.
+A rename of a batch failed after others had succeeded: the targets listed
+are new, all others untouched. Fix the cause given by C<$!>, then write the
+batch again (the files already replaced are simply written once more).
 
 =item C<file_set_contents_many: 'FILENAME' is given twice>, C<file_set_contents_many: 'A' and 'B' are the same file>
 
+Two pairs name one file (the second: through another name of its
+directory); nothing is written. Keep one pair per file.
+
 =item C<unable to replace 'FILENAME' - Is a directory>
 
-A target of a batch is a directory.
+A target of a batch is a directory; nothing is written. Name a file.
 
 =item C<file_set_contents_many: expects an array reference of file =E<gt> data pairs>, C<file_set_contents_many: odd number of elements: expects file =E<gt> data pairs>, C<file_set_contents_many: options must be a hash reference>
 
+The arguments are not C<< [ file => data, ... ], \%options >>. Pass an array
+reference of pairs and, if any, a hash reference of options.
+
+=item C<file_set_contents_many: $!>
+
+The batch found no memory for its bookkeeping (C<ENOMEM>). Write fewer files
+per call.
+
+=item C<FastFile: a process forked by a signal handler may not go on with the write of process N>
+
+A signal handler forked and the child returned into the write (see
+L</CAVEATS>); the parent's write goes on. End the child in the handler
+(C<exit> or C<exec>).
+
 =item C<Insecure dependency in file_set_contents while running with -T switch>
 
-A tainted C<$filename>, as for C<open>, or a tainted C<$perm>, as for
-C<sysopen>.
+Under C<-T>, a tainted C<$filename>, as for C<open>, or a tainted C<$perm>,
+as for C<sysopen> (C<... in file_set_contents_many> for a batch). Untaint it
+with a pattern match that checks it.
 
 =item C<Wide character in $/>
 
 C<file_read_firstline> under a C<$/> with characters above 0xFF, as
-C<readline> says on a file of bytes.
+C<readline> says on a file of bytes. Use a C<$/> of bytes (encode it).
 
 =back
 
@@ -400,22 +480,25 @@ the reference's name C<print> or C<open>.
 (C<... in file_set_contents_many> for a batch.)
 
 The data has characters above 0xFF and C<$force_utf8> is false: it is written
-as UTF-8, as C<print> does. On by default, off with C<no warnings 'utf8'>.
+as UTF-8, as C<print> does. On by default. Encode the data first, pass
+C<$force_utf8>, or say C<no warnings 'utf8'> if UTF-8 is what you want.
 
 =item C<Use of uninitialized value in file_set_contents> (category C<uninitialized>)
 
-C<$data> is C<undef>; an empty file is written. Also from
-C<file_read_firstline> for an C<undef> C<$filename>.
+C<$data> is C<undef>; an empty file is written (also from
+C<file_read_firstline> for an C<undef> C<$filename>). Pass C<""> for an
+empty file.
 
 =item C<Argument "%s" isn't numeric in %s> (category C<numeric>)
 
 A C<$perm>, C<$max> or option value that is no number; its numeric prefix is
-used, as perl does.
+used, as perl does. Pass a number (C<oct> a mode string first).
 
 =item C<Invalid \0 character in pathname for %s: %s> (category C<syscalls>)
 
 A C<"\0"> in a file name: the call fails with C<ENOENT> (its own exception;
-C<file_read_firstline> returns C<undef>), as perl's C<open> does.
+C<file_read_firstline> returns C<undef>), as perl's C<open> does. Remove the
+NUL byte from the name (it often comes from unchecked input).
 
 =back
 

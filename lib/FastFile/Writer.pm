@@ -179,123 +179,122 @@ C<close> does not commit; the writer it holds aborts when its last reference
 goes. C<binmode> accepts no layer, C<:raw> or C<:bytes>; C<fileno> returns
 C<undef>; reading, seeking and C<open> croak.
 
-The tie interface, for completeness: L</TIEHANDLE> takes a writer (or the
-arguments of L</new>), L</PRINT>, L</PRINTF>, L</WRITE>, L</CLOSE>,
-L</BINMODE> and L</FILENO> are described above, and C<OPEN>, C<READ>,
-C<READLINE>, C<GETC>, C<EOF>, C<SEEK> and C<TELL> croak.
-
-=over 4
-
-=item TIEHANDLE
-
-=item PRINT
-
-=item PRINTF
-
-=item WRITE
-
-=item CLOSE
-
-=item BINMODE
-
-=item FILENO
-
-=item OPEN
-
-=item READ
-
-=item READLINE
-
-=item GETC
-
-=item EOF
-
-=item SEEK
-
-=item TELL
-
-=back
+The tie interface, for completeness: C<TIEHANDLE> takes a writer (or the
+arguments of L</new>), C<PRINT>, C<PRINTF>, C<WRITE>, C<CLOSE>, C<BINMODE>
+and C<FILENO> are described above, and C<OPEN>, C<READ>, C<READLINE>,
+C<GETC>, C<EOF>, C<SEEK> and C<TELL> croak.
 
 =head1 DIAGNOSTICS
 
 =head2 Exceptions
 
 Each ends in a newline, so no " at FILE line N" is added. For the ones with a
-C<$!> text, C<$!> holds the error number and the temp file has been removed.
+C<$!> text, C<$!> holds the error number and the temp file has been removed;
+the target is untouched (but after the last of L</commit>'s). Each entry says
+what causes it, then what to do.
 
 =over 4
 
 =item C<unable to open file 'E<lt>tmpE<gt>' - E<lt>$!E<gt>>
 
-From L</new>; the other texts of a failed creation (C<mkdir>,
-C<follow_symlinks>) are those of C<file_set_contents>. C<preserve>'s
-C<unable to set owner/mode> texts come from L</commit>.
+From L</new>: the temporary file could not be created (the directory is
+missing, not writable, or read-only). Create the directory (or pass
+C<< mkdir => 1 >>) and make it writable. The other texts of a failed creation
+(C<mkdir>, C<follow_symlinks>) are those of C<file_set_contents>, with the
+same remedies; C<preserve>'s C<unable to set owner/mode> texts come from
+L</commit>.
 
 =item C<unable to write 'E<lt>tmpE<gt>' - E<lt>$!E<gt>>
 
-From a C<write(2)> of the buffer: in L</print>, L</printf> or L</write> when
-the buffer fills, or in L</commit>.
+A C<write(2)> of the buffer failed (C<ENOSPC>, C<EDQUOT>, C<EIO>): in
+L</print>, L</printf> or L</write> when the buffer fills, or in L</commit>.
+Free space, then write the file again with a new writer.
 
 =item C<unable to sync 'E<lt>tmpE<gt>' - E<lt>$!E<gt>>
 
+From L</commit> with C<fsync>: the storage could not make the data durable.
+Check the device (the kernel log), then write again.
+
 =item C<closing file 'E<lt>tmpE<gt>' failed - E<lt>$!E<gt>>
+
+From L</commit>: the filesystem reported a delayed write error at C<close>
+(NFS, FUSE). Treat it as a failed write: fix the cause, then write again.
 
 =item C<close (rename) atomic file 'E<lt>filenameE<gt>' failed: E<lt>$!E<gt>>
 
+From L</commit>: the rename onto the target failed (a directory, a mount
+point, or with C<noclobber> an existing file). Name a plain file, or remove
+what is in the way.
+
 =item C<unable to sync directory of 'E<lt>filenameE<gt>' - E<lt>$!E<gt>>
 
-From L</commit>. After the last one the new file is in place.
+From L</commit> with C<fsync>: the new file is in place, but its directory
+entry may not survive a crash. Check the device, then write again.
 
 =item C<FastFile::Writer: already committed>
 
 =item C<FastFile::Writer: already aborted>
 
 Data or L</commit> after the end of the writer (after an error too: a failed
-step aborts the writer).
+step aborts the writer). Make a new writer for new content.
 
 =item C<FastFile::Writer: busy (called while it writes)>
 
 A signal handler that ran while the writer waited in C<write(2)> used the same
-writer.
+writer. Let handlers set a flag, and write from the main code.
 
 =item C<FastFile::Writer: the writer belongs to process N>
 
 A forked child tried to write or commit its copy of the parent's writer.
+Make the writer in the process that commits it.
 
 =item C<FastFile::Writer: option 'if_changed' is not supported by the writer>
 
+The writer cannot know the whole content before it writes. Use
+C<file_set_contents> with C<if_changed> for that.
+
 =item C<FastFile::Writer: options must be a hash reference>
+
+The second argument of L</new> is not a hash reference. Pass C<\%options>.
 
 =item C<invalid value for option 'buffer_size'>
 
+C<buffer_size> is not a whole number of at least 1. Pass a byte count.
+
 =item C<file name is undefined or empty>, C<unknown option '...'>, C<invalid value for option '...'>
 
-As for C<file_set_contents>.
+As for C<file_set_contents>: check the file name and the options hash.
 
 =item C<FastFile::Writer: layer '...' is not supported: use the utf8 option>
 
+C<binmode> on the writer's handle with a layer. Pass C<< utf8 => 1 >> to
+L</new> for UTF-8, or encode the data yourself.
+
 =item C<FastFile::Writer: ... is not supported on a writer handle>
 
-From the tied handle: C<binmode> with a layer, and reading or seeking.
+Reading, seeking or C<open> on the writer's handle: it only writes. Read the
+file after L</commit>.
 
 =back
 
 =head2 Warnings
+
+Both name the method that got the value, as in C<Wide character in
+FastFile::Writer::print> (C<::printf>, C<::write>; through the handle too).
 
 =over 4
 
 =item C<Wide character in ...> (category C<utf8>)
 
 A string with characters above 0xFF without the C<utf8> option: it is written
-as UTF-8, as C<print> does.
+as UTF-8, as C<print> does. Pass C<< utf8 => 1 >> to L</new>, or encode the
+data first.
 
 =item C<Use of uninitialized value in ...> (category C<uninitialized>)
 
-An undefined item; it adds nothing.
+An undefined item; it adds nothing. Pass C<""> or skip the item.
 
 =back
-
-Both name C<file_set_contents> for now: the helper that words them is shared.
 
 =head1 CAVEATS
 
