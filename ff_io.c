@@ -262,14 +262,36 @@ static int mkdir_p(struct ff_atomic *a)
     return 0;
 }
 
+/* n in decimal at out, NUL-terminated (a long needs at most 3 digits a byte). */
+static void put_decimal(char *out, long n)
+{
+    char digits[3 * sizeof(long) + 1];
+    unsigned long u = n < 0 ? 0UL - (unsigned long)n : (unsigned long)n;
+    size_t k = 0;
+
+    do
+        digits[k++] = (char)('0' + u % 10);
+    while ((u /= 10) != 0);
+    if (n < 0)
+        *out++ = '-';
+    while (k)
+        *out++ = digits[--k];
+    *out = '\0';
+}
+
 int ff_atomic_create(struct ff_atomic *a, long pid)
 {
+    size_t len = strlen(a->target);
     int err;
 
-    a->temp = malloc(strlen(a->target) + sizeof ".tmp." + 3 * sizeof(long) + FF_TEMP_SUFFIX_MAX);
+    a->temp = malloc(len + sizeof ".tmp." + 3 * sizeof(long) + FF_TEMP_SUFFIX_MAX);
     if (!a->temp)
         return ENOMEM;
-    sprintf(a->temp, "%s.tmp.%ld", a->target, pid);
+    /* "<target>.tmp.<pid>" by hand: sprintf costs more than the rest of
+     * the user-space work of a call */
+    memcpy(a->temp, a->target, len);
+    memcpy(a->temp + len, ".tmp.", sizeof ".tmp." - 1);
+    put_decimal(a->temp + len + sizeof ".tmp." - 1, pid);
     a->pid = pid;
 
     a->step = FF_STEP_OPEN;
