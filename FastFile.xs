@@ -41,7 +41,7 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
     if (force)
         SvGETMAGIC(force);
 
-    path = write_path_arg(filename, op);
+    path = path_arg(filename, op);
     Zero(&opt, 1, struct ff_options);
     opt.perm = 0644;
     /* only a plain hash is options: an object numifies, as in the reference */
@@ -123,7 +123,7 @@ static SV *S_file_get_contents(pTHX_ SV *filename, SV *max_arg)
     SvGETMAGIC(filename);
     if (max_arg)
         SvGETMAGIC(max_arg);
-    path = path_arg(filename);
+    path = path_arg(filename, NULL);
     if (max_arg && SvTRUE_nomg(max_arg)) {      /* a false max means the default */
         /* compared as a number, like the reference's "$total > $max": a
          * huge max or one that is no number (NaN) means no limit (capped
@@ -317,7 +317,7 @@ static SV *S_file_read_firstline(pTHX_ SV *filename)
         SETERRNO(ENOENT, LIB_INVARG);
         return &PL_sv_undef;
     }
-    path = path_arg(filename);
+    path = path_arg(filename, NULL);
 
     SAVEDESTRUCTOR_X(S_close_read_fd, &fd);
     err = safe_path(path, op)

@@ -122,7 +122,7 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
         STRLEN len;
 
         SvGETMAGIC(filename);
-        paths[i] = write_path_arg(filename, op);
+        paths[i] = path_arg(filename, op);
         if (data)
             SvGETMAGIC(*data);
         buf = payload(data ? *data : NULL, force_utf8, &len, &owner, op);

@@ -219,7 +219,7 @@ void ffxs_croak_step(pTHX_ const struct ff_atomic *a, int err, SV *path)
 #undef TEMP
 }
 
-SV *ffxs_path_arg(pTHX_ SV *filename)
+SV *ffxs_path_arg(pTHX_ SV *filename, const char *write_op)
 {
     const char *pv;
     STRLEN len;
@@ -229,18 +229,11 @@ SV *ffxs_path_arg(pTHX_ SV *filename)
     pv = SvPV_nomg_const(stringable(filename), len);
     if (len == 0)
         croak("file name is undefined or empty\n");
-    return sv_2mortal(newSVpvn_flags(pv, len, SvUTF8(filename)));
-}
-
-SV *ffxs_write_path_arg(pTHX_ SV *filename, const char *op)
-{
-    SV *path = path_arg(filename);
-
-    if (SvTAINTED(filename)) {
+    if (write_op && SvTAINTED(filename)) {
         TAINT;
-        taint_proper(NULL, op);
+        taint_proper(NULL, write_op);
     }
-    return path;
+    return sv_2mortal(newSVpvn_flags(pv, len, SvUTF8(filename)));
 }
 
 /* A boolean option's value: anything but a reference. */

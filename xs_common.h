@@ -54,14 +54,11 @@ bool ffxs_safe_path(pTHX_ SV *path, const char *op);
 
 /* The filename argument (its get-magic already run) as a private copy:
  * user code that runs later (overload, tie, signal handlers) cannot free it.
- * Croaks for undef and "". */
-SV *ffxs_path_arg(pTHX_ SV *filename);
-#define path_arg(filename) ffxs_path_arg(aTHX_ filename)
-
-/* path_arg for a file to be written: a tainted name is refused under -T,
- * as the reference's sysopen refuses it; op names the function. */
-SV *ffxs_write_path_arg(pTHX_ SV *filename, const char *op);
-#define write_path_arg(filename, op) ffxs_write_path_arg(aTHX_ filename, op)
+ * Croaks for undef and "". For a file to be written, write_op names the
+ * function, and a tainted name is refused under -T, as the reference's
+ * sysopen refuses it; NULL for a file to be read. */
+SV *ffxs_path_arg(pTHX_ SV *filename, const char *write_op);
+#define path_arg(filename, write_op) ffxs_path_arg(aTHX_ filename, write_op)
 
 /* A path to be written that holds a NUL byte: croak with ENOENT, as open
  * does (after safe_path's warning, whatever its handler did to errno). */

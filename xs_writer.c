@@ -246,7 +246,7 @@ SV *ffxs_writer_new(pTHX_ SV *klass, SV *filename, SV *opts)
     SvGETMAGIC(filename);
     if (opts)
         SvGETMAGIC(opts);
-    path = write_path_arg(filename, FF_WRITER_CLASS "->new");
+    path = path_arg(filename, FF_WRITER_CLASS "->new");
     writer_options(opts, &opt, &force_utf8, &size);
     stash = SvROK(klass) && SvOBJECT(SvRV(klass)) ? SvSTASH(SvRV(klass))
                                                  : gv_stashsv(klass, GV_ADD);
