@@ -4,7 +4,16 @@
  * perl's words, signal handlers on EINTR, the start of a write. */
 #define PERL_NO_GET_CONTEXT
 #include "EXTERN.h"
+/* perl 5.20's inline.h defines a static S_croak_memory_wrap that only Newx
+ * and friends use: this file has none, so it would warn "defined but not used" */
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#endif
 #include "perl.h"
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
 #include "XSUB.h"
 #include "ppport.h"
 
