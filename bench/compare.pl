@@ -566,7 +566,7 @@ if (!$fuse_why) {
         return (fmt_kib($f->{stored}), sprintf('%.1f', $f->{stored} / $size));
     };
     push @md, "## FUSE write requests and write amplification (fastfs, pmxcfs model)\n",
-        "bench/fusefs/fastfs is an in-memory FUSE filesystem (no writeback cache) that counts WRITE\n"
+        "t/fusefs/fastfs is an in-memory FUSE filesystem (no writeback cache) that counts WRITE\n"
       . "requests and models pmxcfs, which stores the whole file again on every write request:\n"
       . "after each request, *written* grows by the file's current size. Amplification = written /\n"
       . "file size. max_write 4 KiB is libfuse2's default (pmxcfs before `big_writes`), 128 KiB is\n"

@@ -1,7 +1,7 @@
 #!/usr/bin/perl
 # What FastFile is for, in a few seconds (`make demo`): a 1 MiB config written
 # by the print-era pure-Perl file_set_contents, the syswrite-era one and
-# FastFile, first onto bench/fusefs (an in-memory FUSE filesystem that models
+# FastFile, first onto t/fusefs (an in-memory FUSE filesystem that models
 # pmxcfs, Proxmox VE's /etc/pve) at max_write 128 KiB, counting FUSE write
 # requests; then the same content rewritten with if_changed; then syscalls
 # (strace) and time per call on tmpfs. The writers are bench/lib/BenchWriters.pm's
@@ -35,11 +35,11 @@ printf "A %s-byte config (%d lines), written by each writer; perl %vd.\n\n",
 # ---- FUSE: write requests, as pmxcfs would receive them ----
 my $why = FastFS::available();
 if ($why) {
-    print "FUSE part skipped: bench/fusefs cannot be mounted here ($why).\n\n";
+    print "FUSE part skipped: t/fusefs cannot be mounted here ($why).\n\n";
 } else {
     my $fs = FastFS->mount(max_write => $MAX_WRITE);
     my $file = $fs->dir . '/demo.cfg';
-    print "On bench/fusefs at max_write 128 KiB (pmxcfs with big_writes). pmxcfs stores the whole\n",
+    print "On t/fusefs at max_write 128 KiB (pmxcfs with big_writes). pmxcfs stores the whole\n",
           "file again on each write request: amplification = bytes stored / file size.\n";
     printf "  %-36s %14s %14s %13s\n", 'writer', 'write requests', 'bytes stored', 'amplification';
     my @rows = map { my $name = $_->[0]; [ $label{$name}, sub { BenchWriters::writer($name)->($file, $data) } ] } @writers;

@@ -1,5 +1,5 @@
 #!perl
-# FUSE write requests, counted by bench/fusefs (an in-memory FUSE filesystem
+# FUSE write requests, counted by t/fusefs (an in-memory FUSE filesystem
 # that models pmxcfs). One write(2) of the whole file means ceil(size /
 # max_write) WRITE requests; Perl's print makes one write(2) per 8 KiB, and so
 # at least ceil(size / 8 KiB) requests. This test fails if file_set_contents
