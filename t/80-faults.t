@@ -27,6 +27,7 @@ use File::Temp ();
 use POSIX ();
 
 use FastFile qw(:all);
+use FastFile::Writer;
 
 $SIG{__WARN__} = sub { fail("no unexpected warning"); diag("warning: @_") };
 
@@ -90,26 +91,23 @@ my %VARIANT = (
     },
 );
 
-# FastFile::Writer, when it is built: the same steps, spread over new,
+# FastFile::Writer: the same steps, spread over new,
 # print (a full buffer is written) and commit
-my $HAVE_WRITER = eval { require FastFile::Writer; FastFile::Writer->can('new') } ? 1 : 0;
-if ($HAVE_WRITER) {
-    $VARIANT{writer} = {
-        code => 'require FastFile::Writer; my $w = FastFile::Writer->new($T); $w->print($D); $w->commit',
-        writer => 1,
-    };
-    # a 512-byte buffer: the data goes out in four write(2) calls from print
-    $VARIANT{writer_stream} = {
-        code => 'require FastFile::Writer; my $w = FastFile::Writer->new($T, { buffer_size => 512, fsync => 1 });'
-              . ' $w->print(substr($D, 300 * $_, 300)) for 0 .. 6; $w->commit',
-        writer => 1, dir_in_paths => 1,
-    };
-    $VARIANT{writer_fh} = {
-        code => 'require FastFile::Writer; my $w = FastFile::Writer->new($T, { perm => 0600 }); my $fh = $w->fh;'
-              . ' print {$fh} $D; close $fh',
-        writer => 1, mode => 0600,
-    };
-}
+$VARIANT{writer} = {
+    code => 'require FastFile::Writer; my $w = FastFile::Writer->new($T); $w->print($D); $w->commit',
+    writer => 1,
+};
+# a 512-byte buffer: the data goes out in four write(2) calls from print
+$VARIANT{writer_stream} = {
+    code => 'require FastFile::Writer; my $w = FastFile::Writer->new($T, { buffer_size => 512, fsync => 1 });'
+          . ' $w->print(substr($D, 300 * $_, 300)) for 0 .. 6; $w->commit',
+    writer => 1, dir_in_paths => 1,
+};
+$VARIANT{writer_fh} = {
+    code => 'require FastFile::Writer; my $w = FastFile::Writer->new($T, { perm => 0600 }); my $fh = $w->fh;'
+          . ' print {$fh} $D; close $fh',
+    writer => 1, mode => 0600,
+};
 
 # the errnos each step sees in production; the variants other than the
 # default get two of each (the code after the syscall is shared), all of them
@@ -192,16 +190,14 @@ for my $e (qw(EIO)) {
 }
 fsc_case('fsync', name => 'fsync directory EINVAL (ignored)',
          inject => ['fsync:error=EINVAL:when=1'], success => 1);
-if ($HAVE_WRITER) {
-    for my $w (2, 3, 4) {    # a buffer written by print, not by commit
-        fsc_case('writer_stream', name => "write number $w EIO", step => 'write',
-                 inject => ["write:error=EIO:when=$w"], errno => 'EIO');
-    }
-    fsc_case('writer_stream', name => 'fdatasync EIO', step => 'sync',
-             inject => ['fdatasync:error=EIO:when=1'], errno => 'EIO');
-    fsc_case('writer_stream', name => 'fsync directory EIO', step => 'sync_dir',
-             inject => ['fsync:error=EIO:when=1'], errno => 'EIO', after => 'new');
+for my $w (2, 3, 4) {    # a buffer written by print, not by commit
+    fsc_case('writer_stream', name => "write number $w EIO", step => 'write',
+             inject => ["write:error=EIO:when=$w"], errno => 'EIO');
 }
+fsc_case('writer_stream', name => 'fdatasync EIO', step => 'sync',
+         inject => ['fdatasync:error=EIO:when=1'], errno => 'EIO');
+fsc_case('writer_stream', name => 'fsync directory EIO', step => 'sync_dir',
+         inject => ['fsync:error=EIO:when=1'], errno => 'EIO', after => 'new');
 
 for my $e (qw(EACCES EIO ENOMEM)) {
     fsc_case('preserve', name => "lstat $e", inject => ["newfstatat:error=$e:when=1"],
@@ -480,7 +476,7 @@ SKIP: {
     );
     push @coll, ['FastFile::Writer write EIO',
                  'require FastFile::Writer; my $w = FastFile::Writer->new($T); $w->print($D); $w->commit',
-                 'write:error=EIO:when=1', 'write', 'EIO', []] if $HAVE_WRITER;
+                 'write:error=EIO:when=1', 'write', 'EIO', []];
     my $k = 0;
     for my $c (@coll) {
         my ($name, $code, $inject, $step, $ename, $scope) = @$c;

@@ -21,10 +21,10 @@ use File::Temp ();
 use POSIX ();
 
 use FastFile qw(:all);
+use FastFile::Writer;
 
 $SIG{__WARN__} = sub { fail("no unexpected warning"); diag("warning: @_") };
 
-my $HAVE_WRITER = eval { require FastFile::Writer; FastFile::Writer->can('new') } ? 1 : 0;
 my $ROOT = File::Temp::tempdir('ff95-XXXXXX', TMPDIR => 1, CLEANUP => 1);
 chmod 0755, $ROOT or die "chmod $ROOT: $!";    # other users must get through it
 umask 022;
@@ -94,16 +94,14 @@ sub in_child {
     ok -p "$d/target.tmp.$$", 'the fifo is still there';
     unlink "$d/target.tmp.$$";
 
-    if ($HAVE_WRITER) {
-        symlink "$d/victim", "$d/target.tmp.$$" or die;
-        my $w = FastFile::Writer->new("$d/target");
-        $w->print("from the writer\n");
-        ok $w->commit, 'FastFile::Writer with a symlink at the temp name: commits';
-        is slurp("$d/target"), "from the writer\n", 'FastFile::Writer: target replaced';
-        is slurp("$d/victim"), "victim's data\n", 'FastFile::Writer: symlink target untouched';
-        ok -l "$d/target.tmp.$$", 'FastFile::Writer: the symlink is not removed';
-        unlink "$d/target.tmp.$$";
-    }
+    symlink "$d/victim", "$d/target.tmp.$$" or die;
+    my $w = FastFile::Writer->new("$d/target");
+    $w->print("from the writer\n");
+    ok $w->commit, 'FastFile::Writer with a symlink at the temp name: commits';
+    is slurp("$d/target"), "from the writer\n", 'FastFile::Writer: target replaced';
+    is slurp("$d/victim"), "victim's data\n", 'FastFile::Writer: symlink target untouched';
+    ok -l "$d/target.tmp.$$", 'FastFile::Writer: the symlink is not removed';
+    unlink "$d/target.tmp.$$";
     is_deeply [ temps_in($d) ], [], 'no temp file left';
 
     # when the write then fails (RLIMIT_FSIZE: EFBIG), the cleanup must remove
@@ -132,8 +130,7 @@ sub in_child {
         is slurp("$d/victim"), "victim's data\n", 'its target is untouched';
         unlink "$d/target.tmp.$cpid";
     }
-    is slurp("$d/target"), "from the writer\n", 'the target kept its content'
-        if $HAVE_WRITER;
+    is slurp("$d/target"), "from the writer\n", 'the target kept its content';
     is_deeply [ temps_in($d) ], [], 'no temp file left';
 }
 
@@ -164,11 +161,9 @@ SKIP: {
     ok file_set_contents("$d/ours2", "ours2\n"), 'and another, with their symlink at its temp name';
     is slurp("$d/ours"), "ours\n", 'our content';
     is((stat "$d/ours")[4], 0, 'owned by us');
-    if ($HAVE_WRITER) {
-        my $w = FastFile::Writer->new("$d/ours");
-        $w->print("ours again\n");
-        ok $w->commit, 'FastFile::Writer next to them';
-    }
+    my $w = FastFile::Writer->new("$d/ours");
+    $w->print("ours again\n");
+    ok $w->commit, 'FastFile::Writer next to them';
     for my $f (sort keys %before) {
         my @now = (inode("$d/$f"), slurp("$d/$f"), (lstat "$d/$f")[4, 2]);
         is_deeply \@now, $before{$f}, "their '$f' is untouched (inode, content, owner, mode)";
