@@ -33,6 +33,7 @@ use IPC::Open2 qw(open2);
 use lib "$FindBin::Bin/lib", "$FindBin::Bin/../t/lib";
 use BenchWriters;
 use BenchSVG;
+use FFTest ();    # without import: no test-only warning hook here
 use FastFS;
 use FastFile ();
 
@@ -309,7 +310,7 @@ my $strace = (grep { -x "$_/strace" } File::Spec->path)[0];
 $strace &&= "$strace/strace";
 push @notes, 'strace is not installed: the syscall tables are left out.' unless $strace;
 
-my @INC_ARGS = map { "-I" . File::Spec->rel2abs($_) } grep { !ref } @INC;
+my @INC_ARGS = FFTest::inc_args();    # this build and t/lib, for the traced children
 
 # The syscalls of one call, after one untraced warm-up call: the names of
 # every syscall between two marker chdir()s the program never makes.

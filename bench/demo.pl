@@ -15,6 +15,7 @@ use File::Temp ();
 use Time::HiRes qw(time);
 use FastFile qw(file_set_contents file_get_contents);
 use BenchWriters ();
+use FFTest ();    # without import: no test-only warning hook here
 use FastFS ();
 
 my $SIZE      = 1 << 20;
@@ -73,7 +74,7 @@ my $dir = $shm && -w '/dev/shm'
 my $where = $dir =~ m{^/dev/shm/} ? 'tmpfs (/dev/shm)' : "$dir (no writable tmpfs at /dev/shm)";
 
 my $strace = (grep { -x "$_/strace" } File::Spec->path)[0];
-my @INC_ARGS = map { '-I' . File::Spec->rel2abs($_) } grep { !ref } @INC;
+my @INC_ARGS = FFTest::inc_args();    # this build and t/lib, for the traced children
 
 # The syscalls of one call (after an untraced warm-up call in the same
 # process), between two marker chdir()s perl never makes on its own; the

@@ -17,8 +17,6 @@ use lib 't/lib';
 use FFTest qw(tempdir slurp temps_in);
 use FastFile;
 
-$SIG{__WARN__} = sub { fail("unexpected warning: $_[0]") };
-
 my $THREADS = 4;
 my $WRITES = 200;
 my $dir = tempdir();

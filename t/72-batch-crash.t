@@ -18,10 +18,9 @@ use strict;
 use warnings;
 use Test::More;
 use lib 't/lib';
+use FFTest;
 use FastFS;
 use FastFile qw(:all);
-
-$SIG{__WARN__} = sub { fail("unexpected warning: $_[0]") };
 
 my $why = FastFS::available();
 plan skip_all => "fastfs: $why" if $why;

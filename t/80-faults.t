@@ -4,7 +4,7 @@
 # FastFile::Writer when it is built) fails with the errnos production sees,
 # injected with strace -e inject=... in a child perl. strace is limited to
 # the paths under test (-P), so only the call under test is touched; the
-# child forges $$ so the temp name is known in advance (see t/lib/Fault.pm).
+# child forges $$ so the temp name is known in advance (see t/lib/FFTest.pm).
 #
 # Each case checks: the fault was really injected, the exact croak text (C
 # locale), $! as a number, no temp file left, the target byte-identical to
@@ -21,7 +21,8 @@ BEGIN { $ENV{LC_ALL} = 'C'; delete $ENV{LANGUAGE} }
 
 use Test::More;
 use lib 't/lib';
-use Fault qw(strace_why run_traced run_traced_many temps_in slurp spew errstr inc_args ref_bytes);
+use FFTest qw(strace_why strace_call strace_calls temps_in slurp spew errno_text run_perl);
+use Reference qw(ref_bytes);
 use Errno ();
 use File::Temp ();
 use POSIX ();
@@ -29,14 +30,12 @@ use POSIX ();
 use FastFile qw(:all);
 use FastFile::Writer;
 
-$SIG{__WARN__} = sub { fail("no unexpected warning"); diag("warning: @_") };
-
 POSIX::setlocale(POSIX::LC_ALL(), 'C');
 umask 022;
 
 my $ROOT = File::Temp::tempdir('ff80-XXXXXX', TMPDIR => 1, CLEANUP => 1);
 my $ONLY = $ENV{FASTFILE_FAULTS};
-my $PID  = $Fault::PID;
+my $PID  = $FFTest::PID;
 
 my $OLD = "old contents\n" x 3;
 my $NEW = "new contents, long enough to be written in pieces. " x 40;   # 2040 bytes
@@ -304,7 +303,7 @@ SKIP: {
         push @specs, $spec;
         push @ctx, $ctx;
     }
-    my $results = run_traced_many(\@specs, dir => $ROOT);
+    my $results = strace_calls(\@specs);
     for my $i (0 .. $#cases) {
         my $c = $cases[$i];
         subtest $c->{name} => sub {
@@ -318,7 +317,7 @@ SKIP: {
 
 sub croak_text {
     my ($step, $tmp, $target, $errno) = @_;
-    my $s = errstr($errno);
+    my $s = errno_text($errno);
     $tmp //= '';
     my %t = (
         open      => "unable to open file '$tmp' - $s\n",
@@ -378,7 +377,7 @@ sub prepare_fsc {
         code => $v->{code}, target => $target, data => $data,
         paths => \@paths,
         inject => [ @{ $v->{base_inject} || [] }, @{ $c->{inject} } ],
-        log => "$dir.strace",
+        pid => $PID, trace => 'injected', log => "$dir.strace",
     };
     return ($spec, { v => $v, new => $new, old => $old, tdir => $tdir, real => $real,
                      target => $target, tmp => $tmp });
@@ -433,7 +432,7 @@ sub prepare_reader {
     spew($target, $CONTENT);
     my $code = $c->{kind} eq 'get' ? 'file_get_contents($T)' : 'file_read_firstline($T)';
     return ({ code => $code, target => $target, paths => [$target],
-              inject => $c->{inject}, log => "$dir.strace" },
+              inject => $c->{inject}, pid => $PID, trace => 'injected', log => "$dir.strace" },
             { dir => $dir, target => $target });
 }
 
@@ -485,7 +484,7 @@ SKIP: {
         my $target = "$dir/file";
         spew($target, $OLD);
         spew("$target.tmp.$PID", "someone else's\n", 0600);
-        my $r = run_traced(code => $code, target => $target, data => $NEW,
+        my $r = strace_call($code, target => $target, data => $NEW, pid => $PID, trace => 'injected',
                            paths => [ map { $target } @$scope ], inject => [$inject],
                            strace => ['-y'], log => "$dir.strace");
         my $errno = E($ename);
@@ -518,16 +517,10 @@ SKIP: {
     my $code = q{$SIG{XFSZ} = 'IGNORE'; require FastFile; }
              . q{my $ok = eval { FastFile::file_set_contents($ARGV[0], 'z' x 300_000); 1 }; }
              . q{printf "%d\t%d\t%s", $ok ? 1 : 0, $! + 0, $@;};
-    my @cmd = ('/bin/sh', '-c', 'ulimit -f 64 && exec "$@"', 'sh', $^X, inc_args(),
-               '-e', $code, "$dir/file");
-    my $out = do {
-        my $pid = open(my $ph, '-|') // die "fork: $!";
-        if (!$pid) { exec { $cmd[0] } @cmd or POSIX::_exit(127) }
-        local $/; my $o = <$ph>; close $ph; $o;
-    };
+    my (undef, $out) = run_perl($code, args => ["$dir/file"], ulimit_f => 64);
     my ($ok, $errno, $err) = split /\t/, $out // '', 3;
     is $ok, 0, 'RLIMIT_FSIZE: the call croaks';
-    like $err // '', qr/\Aunable to write '\Q$dir\E\/file\.tmp\.\d+' - \Q${\ errstr(E('EFBIG'))}\E\n\z/,
+    like $err // '', qr/\Aunable to write '\Q$dir\E\/file\.tmp\.\d+' - \Q${\ errno_text(E('EFBIG'))}\E\n\z/,
         'RLIMIT_FSIZE: croak text names the temp and EFBIG';
     is $errno, E('EFBIG'), 'RLIMIT_FSIZE: $! is EFBIG';
     ok slurp("$dir/file") eq $OLD, 'RLIMIT_FSIZE: target intact';

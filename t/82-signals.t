@@ -14,7 +14,7 @@ BEGIN { $ENV{LC_ALL} = 'C'; delete $ENV{LANGUAGE} }
 
 use Test::More;
 use lib 't/lib';
-use Fault qw(strace_why run_traced_many temps_in slurp spew errstr);
+use FFTest qw(strace_why strace_calls temps_in slurp spew errno_text);
 use File::Temp ();
 use POSIX ();
 use Time::HiRes qw(time);
@@ -22,10 +22,8 @@ use Time::HiRes qw(time);
 use FastFile qw(:all);
 use FastFile::Writer;
 
-$SIG{__WARN__} = sub { fail("no unexpected warning"); diag("warning: @_") };
-
 my $ROOT = File::Temp::tempdir('ff82-XXXXXX', TMPDIR => 1, CLEANUP => 1);
-my $PID  = $Fault::PID;
+my $PID  = $FFTest::PID;
 my $OLD  = "old\n" x 10;
 my $NEW  = "new contents " x 500;
 
@@ -98,9 +96,9 @@ SKIP: {
         push @dirs, $dir;
         push @specs, { code => $c->[1], target => "$dir/file", data => $NEW,
                        paths => ["$dir/file", "$dir/file.tmp.$PID"], inject => $c->[2],
-                       log => "$dir.strace" };
+                       pid => $PID, trace => 'injected', log => "$dir.strace" };
     }
-    my $res = run_traced_many(\@specs, dir => $ROOT);
+    my $res = strace_calls(\@specs);
     for my $i (0 .. $#cases) {
         my ($name, undef, undef, $expect, $count, $reader) = @{ $cases[$i] };
         my ($r, $dir) = ($res->[$i], $dirs[$i]);

@@ -9,15 +9,13 @@ use warnings;
 
 use Test::More;
 use lib 't/lib';
-use Fault qw(temps_in slurp);
+use FFTest qw(temps_in slurp);
 use File::Temp ();
 use POSIX ();
 use Time::HiRes qw(time);
 
 use FastFile qw(:all);
 use FastFile::Writer;
-
-$SIG{__WARN__} = sub { fail("no unexpected warning"); diag("warning: @_") };
 
 my $WRITERS = $ENV{FASTFILE_CONC_WRITERS} || 8;
 my $ROUNDS  = $ENV{FASTFILE_CONC_ROUNDS}  || 500;

@@ -17,7 +17,7 @@ BEGIN { if (-d "blib/arch" && !grep { m{blib/arch} } @INC) { require blib; blib-
 
 use Test::More;
 use lib 't/lib';
-use Fault qw(temps_in);
+use FFTest qw(temps_in);
 use File::Spec ();
 use File::Temp ();
 use POSIX ();
