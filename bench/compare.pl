@@ -306,8 +306,7 @@ for my $w (@where) {
 
 # ------------------------------------------------------------- strace -----
 
-my $strace = (grep { -x "$_/strace" } File::Spec->path)[0];
-$strace &&= "$strace/strace";
+my $strace = FFTest::which('strace');
 push @notes, 'strace is not installed: the syscall tables are left out.' unless $strace;
 
 my @INC_ARGS = FFTest::inc_args();    # this build and t/lib, for the traced children

@@ -10,7 +10,6 @@ use strict;
 use warnings;
 use FindBin ();
 use lib "$FindBin::Bin/lib", "$FindBin::Bin/../t/lib";
-use File::Spec ();
 use File::Temp ();
 use Time::HiRes qw(time);
 use FastFile qw(file_set_contents file_get_contents);
@@ -73,7 +72,7 @@ my $dir = $shm && -w '/dev/shm'
     : File::Temp::tempdir('fastfile-demo-XXXXXX', TMPDIR => 1, CLEANUP => 1);
 my $where = $dir =~ m{^/dev/shm/} ? 'tmpfs (/dev/shm)' : "$dir (no writable tmpfs at /dev/shm)";
 
-my $strace = (grep { -x "$_/strace" } File::Spec->path)[0];
+my $strace = FFTest::which('strace');
 my @INC_ARGS = FFTest::inc_args();    # this build and t/lib, for the traced children
 
 # The syscalls of one call (after an untraced warm-up call in the same
@@ -85,7 +84,7 @@ sub syscalls_of {
     my $log = "$dir/strace.log";
     my $code = 'my ($n, $f, $s) = @ARGV; my $w = BenchWriters::writer($n); my $d = BenchWriters::payload($s);'
              . ' $w->($f, $d); chdir "/demo-mark-start"; $w->($f, $d); chdir "/demo-mark-end";';
-    system("$strace/strace", '-qq', '-o', $log, $^X, @INC_ARGS, '-MBenchWriters', '-e', $code,
+    system($strace, '-qq', '-o', $log, $^X, @INC_ARGS, '-MBenchWriters', '-e', $code,
            $name, "$dir/trace.cfg", $SIZE) == 0 or return 'strace failed';
     open my $fh, '<', $log or return "no strace log: $!";
     my ($in, %n, $total) = (0);
