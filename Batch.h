@@ -129,8 +129,8 @@ static IV S_file_set_contents_many(pTHX_ SV *list, SV *opts)
             SvGETMAGIC(*data);
         buf = S_payload(aTHX_ data ? *data : NULL, force_utf8, &len, &owner, FSCM);
         S_batch_hold(aTHX_ owner);
-        if (!safe_path(paths[i], FSCM))   /* ENOENT, like open */
-            croak_errno(errno, "unable to open file '%" SVf ".tmp.%" IVdf "' - ",
+        if (!safe_path(paths[i], FSCM))   /* ENOENT, like open: whatever a warning handler did */
+            croak_errno(ENOENT, "unable to open file '%" SVf ".tmp.%" IVdf "' - ",
                         SVfARG(paths[i]), pid);
         err = ff_batch_add(b, SvPVX(paths[i]), buf, len);
         if (err)

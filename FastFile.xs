@@ -31,6 +31,32 @@ static void S_croak_errno(pTHX_ int err, const char *fmt, ...)
     croak_sv(msg);
 }
 
+/* What S_on_eintr protects while perl's signal handlers run. */
+struct ff_guard {
+    SV *data;                 /* the SV whose buffer is being written (held), or NULL */
+    struct ff_atomic *atomic; /* the replacement being made */
+    IV pid;                   /* $$ of the call: a child forked by a handler
+                               * must not remove or write to its parent's temp */
+    bool forked;              /* this is such a child */
+};
+
+/* sv read-only until the current scope is left: user code that ran now and
+ * changed it could free or move the buffer we point into. */
+static void S_readonly_in_scope(pTHX_ SV *sv)
+{
+    if (!SvREADONLY(sv)) {
+        SAVESETSVFLAGS(sv, SVf_READONLY, 0);
+        SvREADONLY_on(sv);
+    }
+}
+
+/* sv kept alive until the current scope is left: user code may drop the
+ * caller's last reference to it while we write from its buffer. */
+static void S_hold_in_scope(pTHX_ SV *sv)
+{
+    SAVEFREESV(SvREFCNT_inc_simple_NN(sv));
+}
+
 /* A warning in category cat (packWARN) when the caller's lexical warnings
  * enable it (by default too, with dflt), but never fatal: a caller's
  * `use warnings FATAL => ...` must not abort a write, as the reference's
@@ -113,8 +139,9 @@ static bool S_safe_path(pTHX_ SV *path, const char *op)
  * Returns a pointer into data's own buffer (or its copy's, see stringable)
  * unless new bytes are needed; a converted copy is freed when the caller's
  * scope is left. *owner is set to the SV whose buffer is returned, so it
- * can be protected while signal handlers run. op names the function in
- * warnings. */
+ * can be held and protected while signal handlers run. op names the
+ * function in warnings; a warning handler runs with data held and
+ * read-only, so the pointer stays good. */
 static const char *S_payload(pTHX_ SV *data, bool force_utf8, STRLEN *len, SV **owner,
                              const char *op)
 {
@@ -140,7 +167,11 @@ static const char *S_payload(pTHX_ SV *data, bool force_utf8, STRLEN *len, SV **
                 return (const char *)bytes;
             }
             /* wide characters: written as UTF-8, as print does */
+            S_hold_in_scope(aTHX_ data);
+            ENTER;
+            S_readonly_in_scope(aTHX_ data);
             warn_soft(packWARN(WARN_UTF8), TRUE, "Wide character in %s", op);
+            LEAVE;
         }
     } else if (force_utf8 && !is_utf8_invariant_string((const U8 *)pv, *len)) {
         U8 *utf8 = bytes_to_utf8((const U8 *)pv, len);   /* Latin-1 -> UTF-8 */
@@ -151,24 +182,43 @@ static const char *S_payload(pTHX_ SV *data, bool force_utf8, STRLEN *len, SV **
     return pv;
 }
 
+/* Savestack destructor at the end of S_on_eintr's scope, reached by the
+ * handlers' return or by their die or exit: in a child forked by a handler
+ * the temp is its parent's, so the child's unwinding (S_discard) must not
+ * remove it. */
+static void S_handlers_done(pTHX_ void *ctx)
+{
+    struct ff_guard *g = (struct ff_guard *)ctx;
+
+    if (SvIV(get_sv("$", GV_ADD)) != g->pid) {
+        g->forked = TRUE;
+        ff_atomic_forget(g->atomic);
+    }
+}
+
 /* EINTR, a short write, or the moment before the rename: run perl's pending
  * signal handlers (an alarm must still fire, and before the file is
- * published). While they run, the SV we are writing from is read-only: a
- * handler that changed it could free the buffer under the write. */
+ * published). ctx is a struct ff_guard, or NULL for the readers. While they
+ * run, the SV we are writing from (held by the caller) is read-only: a
+ * handler that changed it could free or move the buffer under the write. */
 static void S_on_eintr(void *ctx)
 {
     dTHX;
-    SV *owner = (SV *)ctx;
+    struct ff_guard *g = (struct ff_guard *)ctx;
 
     if (!PL_sig_pending)
         return;
     ENTER;
-    if (owner && !SvREADONLY(owner)) {
-        SAVESETSVFLAGS(owner, SVf_READONLY, 0);
-        SvREADONLY_on(owner);
+    if (g) {
+        SAVEDESTRUCTOR_X(S_handlers_done, g);
+        if (g->data)
+            S_readonly_in_scope(aTHX_ g->data);
     }
     PERL_ASYNC_CHECK();
     LEAVE;
+    if (g && g->forked)
+        croak("FastFile: a process forked by a signal handler may not go on with the "
+              "write of process %" IVdf "\n", g->pid);
 }
 
 /* Savestack destructor: whatever of the replacement is still ours goes
@@ -309,6 +359,7 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
     struct ff_options opt;
     struct ff_atomic atomic, *a = &atomic;   /* this frame outlives its LEAVE */
     struct ff_eintr intr;
+    struct ff_guard guard;
     IV pid;
     int err;
 
@@ -348,24 +399,31 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
         force_utf8 = force && SvTRUE_nomg(force);
     }
     buf = S_payload(aTHX_ data, force_utf8, &len, &owner, FSC);
+    if (owner)      /* signal handlers run during the write */
+        S_hold_in_scope(aTHX_ owner);
     /* $\ : the reference prints the data, so print appends it (not to an
      * encoded copy). Held: a handler that sets $\ frees the old one. */
     if (!force_utf8 && PL_ors_sv && SvOK(PL_ors_sv)) {
         ors = S_payload(aTHX_ PL_ors_sv, FALSE, &ors_len, &ors_owner, FSC);
         if (ors_owner)
-            SAVEFREESV(SvREFCNT_inc_simple_NN(ors_owner));
+            S_hold_in_scope(aTHX_ ors_owner);
     }
 
+    pid = SvIV(get_sv("$", GV_ADD));
+    guard.data = owner;
+    guard.atomic = a;
+    guard.pid = pid;
+    guard.forked = FALSE;
     intr.fn = S_on_eintr;
-    intr.ctx = owner;
+    intr.ctx = &guard;
     err = ff_atomic_init(a, SvPVX(path), &opt, &intr);
     if (err)
         croak_errno(err, "unable to replace '%" SVf "' - ", SVfARG(path));
     SAVEDESTRUCTOR_X(S_discard, a);
 
-    pid = SvIV(get_sv("$", GV_ADD));
-    if (!safe_path(path, FSC))   /* ENOENT, like open */
-        croak_errno(errno, "unable to open file '%" SVf ".tmp.%" IVdf "' - ", SVfARG(path), pid);
+    /* ENOENT, like open; set here: the warning's handler may change errno */
+    if (!safe_path(path, FSC))
+        croak_errno(ENOENT, "unable to open file '%" SVf ".tmp.%" IVdf "' - ", SVfARG(path), pid);
 
     err = ff_atomic_prepare(a);
     if (err)
@@ -418,7 +476,8 @@ static SV *S_file_get_contents(pTHX_ SV *filename, SV *max_arg)
 
     SAVEDESTRUCTOR_X(S_close_read_fd, &fd);
     err = safe_path(path, FGC)
-              ? ff_open_read(SvPVX(path), &fd, &intr) : errno;
+              ? ff_open_read(SvPVX(path), &fd, &intr) : ENOENT;   /* as open: whatever a
+                                                                    * warning handler did */
     if (err)
         croak_errno(err, "can't open '%" SVf "' - ", SVfARG(path));
     /* fstat's size is only a hint: "too long" is decided on the bytes read
@@ -599,7 +658,8 @@ static SV *S_file_read_firstline(pTHX_ SV *filename)
 
     SAVEDESTRUCTOR_X(S_close_read_fd, &fd);
     err = safe_path(path, FRF)
-              ? ff_open_read(SvPVX(path), &fd, &intr) : errno;
+              ? ff_open_read(SvPVX(path), &fd, &intr) : ENOENT;   /* as open: whatever a
+                                                                    * warning handler did */
     if (err == ENOENT) {
         LEAVE;
         SETERRNO(err, 0);
@@ -639,7 +699,8 @@ static SV *S_file_read_firstline(pTHX_ SV *filename)
 
 struct ff_writer {
     struct ff_atomic a;   /* temp fd and paths; a.intr is &intr */
-    struct ff_eintr intr; /* ctx: the SV written from, if any */
+    struct ff_eintr intr; /* ctx: &guard */
+    struct ff_guard guard;/* the SV written from, if any, and pid */
     struct ff_wbuf wb;    /* the bytes not written yet */
     SV *path;             /* the filename as given, for messages */
     IV pid;               /* $$ of the process that made the temp */
@@ -731,7 +792,9 @@ static void S_writer_step(pTHX_ struct ff_writer *w, const char *buf, size_t n, 
     SAVEINT(w->state);                  /* left aborted unless it succeeds */
     w->state = FF_W_BUSY;
     SAVEDESTRUCTOR_X(S_discard, &w->a);
-    w->intr.ctx = owner;                /* read-only while handlers run */
+    if (owner)      /* held, and read-only while handlers run */
+        S_hold_in_scope(aTHX_ owner);
+    w->guard.data = owner;
     w->a.step = FF_STEP_WRITE;
     if (buf)
         err = ff_wbuf_append(&w->wb, w->a.fd, buf, n, &w->intr);
@@ -739,7 +802,7 @@ static void S_writer_step(pTHX_ struct ff_writer *w, const char *buf, size_t n, 
         ff_wbuf_free(&w->wb);           /* now: nothing slow after the rename */
         err = ff_atomic_commit(&w->a);
     }
-    w->intr.ctx = NULL;
+    w->guard.data = NULL;
     if (err)
         croak_step(&w->a, err, w->path);
     ready = S_disarm(&w->a);
@@ -892,14 +955,18 @@ static SV *S_writer_new(pTHX_ SV *klass, SV *filename, SV *opts)
     w->path = SvREFCNT_inc_simple_NN(path);
     w->wb.size = size;
     w->force_utf8 = force_utf8;
+    w->pid = writer_pid();
+    w->guard.pid = w->pid;
+    w->guard.atomic = &w->a;
     w->intr.fn = S_on_eintr;
+    w->intr.ctx = &w->guard;
     err = ff_atomic_init(&w->a, SvPVX(path), &opt, &w->intr);
     if (err)    /* as file_set_contents words it */
         croak_errno(err, "unable to replace '%" SVf "' - ", SVfARG(path));
 
-    w->pid = writer_pid();
+    /* ENOENT, like open; set here: the warning's handler may change errno */
     if (!safe_path(path, FF_WRITER_CLASS "->new"))
-        croak_errno(errno, "unable to open file '%" SVf ".tmp.%" IVdf "' - ",
+        croak_errno(ENOENT, "unable to open file '%" SVf ".tmp.%" IVdf "' - ",
                     SVfARG(path), w->pid);
 
     SAVEDESTRUCTOR_X(S_discard, &w->a);

@@ -87,6 +87,7 @@ int ff_atomic_init(struct ff_atomic *a, const char *path, const struct ff_option
 {
     memset(a, 0, sizeof *a);
     a->fd = -1;
+    a->step_fd = -1;
     a->opt = *opt;
     a->intr = intr;
     a->target = strdup(path);
@@ -147,22 +148,41 @@ int ff_atomic_prepare(struct ff_atomic *a)
     return 0;
 }
 
+/* Close and free what the current step holds; keeps errno. */
+static void release_step(struct ff_atomic *a)
+{
+    if (a->step_fd >= 0) {
+        ff_close_read(a->step_fd);
+        a->step_fd = -1;
+    }
+    free(a->step_mem);
+    a->step_mem = NULL;
+}
+
 int ff_atomic_unchanged(struct ff_atomic *a, const char *buf, size_t len, const char *tail,
                         size_t tail_len)
 {
+    struct stat st;
     size_t got, total = len + tail_len;
-    char *old;
-    int fd, same;
+    int err, same;
 
     if (!a->have_old || (size_t)a->old.st_size != total)
         return 0;
-    if (ff_open_read(a->target, &fd, a->intr))
+    /* Whatever is there now, not what lstat saw: O_NONBLOCK so that a FIFO
+     * swapped in cannot block the open, O_NOFOLLOW so that a symlink cannot
+     * lead elsewhere (follow_symlinks resolved the target already); only a
+     * regular file is compared. */
+    FF_SYSCALL(err, a->intr,
+               a->step_fd = open(a->target, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW));
+    if (err)
         return 0;
-    old = malloc(total + 1);  /* +1: a file that grew since lstat is not the same */
-    same = old && !ff_read_full(fd, old, total + 1, &got, a->intr) && got == total
-           && memcmp(old, buf, len) == 0 && memcmp(old + len, tail, tail_len) == 0;
-    free(old);
-    ff_close_read(fd);
+    /* total + 1: a file that grew since fstat is not the same */
+    same = fstat(a->step_fd, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size == total
+           && (a->step_mem = malloc(total + 1)) != NULL
+           && !ff_read_full(a->step_fd, a->step_mem, total + 1, &got, a->intr) && got == total
+           && memcmp(a->step_mem, buf, len) == 0
+           && memcmp(a->step_mem + len, tail, tail_len) == 0;
+    release_step(a);
     return same;
 }
 
@@ -205,43 +225,85 @@ static int create_temp(struct ff_atomic *a)
     return err;
 }
 
-/* mkdir -p of dir: mode 0777 & ~umask; another creator winning is fine. */
-static int mkdir_p(const char *dir, const struct ff_eintr *intr)
+/* mkdir -p of the directory path in a->step_mem, which it cuts and mends in
+ * place (no allocation a die could leak): mode 0777 & ~umask; another
+ * creator winning is fine. */
+static int mkdir_p(struct ff_atomic *a)
 {
-    char *parent;
+    char *dir = a->step_mem;
+    size_t len = strlen(dir);
     int err;
 
-    FF_SYSCALL(err, intr, mkdir(dir, 0777));
-    if (err != ENOENT)
-        return err == EEXIST ? 0 : err;
-    parent = dir_of(dir);
-    if (!parent)
-        return ENOMEM;
-    err = strcmp(parent, dir) ? mkdir_p(parent, intr) : ENOENT;
-    free(parent);
-    if (err)
+    /* up: cut off the last component until a mkdir finds its parent */
+    for (;;) {
+        char *slash;
+
+        FF_SYSCALL(err, a->intr, mkdir(dir, 0777));
+        if (err != ENOENT)
+            break;
+        slash = strrchr(dir, '/');
+        while (slash && slash > dir && slash[-1] == '/')
+            slash--;
+        if (!slash || slash == dir)     /* no parent left to create it in */
+            return ENOENT;
+        *slash = '\0';
+    }
+    if (err && err != EEXIST)
         return err;
-    FF_SYSCALL(err, intr, mkdir(dir, 0777));
-    return err == EEXIST ? 0 : err;
+    a->dirs_made = !err;
+    /* down: put each cut back, creating that level */
+    while (strlen(dir) < len) {
+        dir[strlen(dir)] = '/';
+        FF_SYSCALL(err, a->intr, mkdir(dir, 0777));
+        if (err && err != EEXIST)
+            return err;
+        a->dirs_made++;     /* made here or by a racing creator: ours to sync */
+    }
+    return 0;
+}
+
+/* n in decimal at out, NUL-terminated (a long needs at most 3 digits a byte). */
+static void put_decimal(char *out, long n)
+{
+    char digits[3 * sizeof(long) + 1];
+    unsigned long u = n < 0 ? 0UL - (unsigned long)n : (unsigned long)n;
+    size_t k = 0;
+
+    do
+        digits[k++] = (char)('0' + u % 10);
+    while ((u /= 10) != 0);
+    if (n < 0)
+        *out++ = '-';
+    while (k)
+        *out++ = digits[--k];
+    *out = '\0';
 }
 
 int ff_atomic_create(struct ff_atomic *a, long pid)
 {
+    size_t len = strlen(a->target);
     int err;
 
-    a->temp = malloc(strlen(a->target) + sizeof ".tmp." + 3 * sizeof(long) + FF_TEMP_SUFFIX_MAX);
+    a->temp = malloc(len + sizeof ".tmp." + 3 * sizeof(long) + FF_TEMP_SUFFIX_MAX);
     if (!a->temp)
         return ENOMEM;
-    sprintf(a->temp, "%s.tmp.%ld", a->target, pid);
+    /* "<target>.tmp.<pid>" by hand: sprintf costs more than the rest of
+     * the user-space work of a call */
+    memcpy(a->temp, a->target, len);
+    memcpy(a->temp + len, ".tmp.", sizeof ".tmp." - 1);
+    put_decimal(a->temp + len + sizeof ".tmp." - 1, pid);
+    a->pid = pid;
 
     a->step = FF_STEP_OPEN;
     err = create_temp(a);
-    if (err == ENOENT && a->opt.mkdir) {   /* costs nothing while the directory exists */
-        char *dir = dir_of(a->target);
-
+    /* costs nothing while the directory exists; a target that ends in "/"
+     * (a symlink to "x/") names a directory, never the file: no directory
+     * is made for a write that must fail */
+    if (err == ENOENT && a->opt.mkdir && a->target[strlen(a->target) - 1] != '/') {
         a->step = FF_STEP_MKDIR;
-        err = dir ? mkdir_p(dir, a->intr) : ENOMEM;
-        free(dir);
+        a->step_mem = dir_of(a->target);
+        err = a->step_mem ? mkdir_p(a) : ENOMEM;
+        release_step(a);
         if (err)
             return err;
         a->step = FF_STEP_OPEN;
@@ -262,6 +324,8 @@ static int preserve_old(struct ff_atomic *a)
 
     a->step = FF_STEP_OWNER;
     FF_SYSCALL(err, a->intr, fchown(a->fd, a->old.st_uid, a->old.st_gid));
+    if (err == EPERM)   /* not root: a member of the file's group may still set the group */
+        FF_SYSCALL(err, a->intr, fchown(a->fd, (uid_t)-1, a->old.st_gid));
     if (err && err != EPERM)
         return err;
     a->step = FF_STEP_MODE;
@@ -409,28 +473,59 @@ static int rename_noreplace(struct ff_atomic *a)
         return err;
     FF_SYSCALL(err, a->intr, link(a->temp, a->target));
     if (!err) {
-        unlink(a->temp);
-        return 0;
+        /* the temp is now a second name of the new target: remove it, or
+         * else undo the link (noclobber: there was no target before) */
+        FF_SYSCALL(err, a->intr, unlink(a->temp));
+        if (!err) {
+            a->created = 0;
+            return 0;
+        }
+        unlink(a->target);
+        return err;
     }
     if (err == EPERM || err == ENOSYS || err == EOPNOTSUPP)
         a->step = FF_STEP_NOCLOBBER;
     return err;
 }
 
-static int sync_dir(const char *path, const struct ff_eintr *intr)
+/* The parent of the directory path dir, in place: "a/b" -> "a", "a" -> ".",
+ * "/a" -> "/". */
+static void cut_to_parent(char *dir)
 {
-    char *dir = dir_of(path);
-    int fd, err;
+    char *slash = strrchr(dir, '/');
 
-    if (!dir)
+    while (slash && slash > dir && slash[-1] == '/')
+        slash--;
+    if (!slash)
+        strcpy(dir, ".");               /* fits: dir was one name, at least a byte */
+    else
+        slash[slash == dir] = '\0';     /* keep the root's own "/" */
+}
+
+/* fsync the target's directory, then, for each level mkdir made, the parent
+ * that holds it: a new directory is only durable once its entry is. */
+static int sync_dirs(struct ff_atomic *a)
+{
+    int level, err = 0;
+
+    a->step_mem = dir_of(a->target);
+    if (!a->step_mem)
         return ENOMEM;
-    FF_SYSCALL(err, intr, fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    free(dir);
-    if (err)
-        return err;
-    FF_SYSCALL(err, intr, fsync(fd));
-    ff_close_read(fd);
-    return err == EINVAL || err == ENOSYS ? 0 : err;  /* cannot sync: not an error */
+    for (level = 0; level <= a->dirs_made && !err; level++) {
+        if (level)
+            cut_to_parent(a->step_mem);
+        FF_SYSCALL(err, a->intr,
+                   a->step_fd = open(a->step_mem, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        if (!err) {
+            FF_SYSCALL(err, a->intr, fsync(a->step_fd));
+            if (err == EINVAL || err == ENOSYS)     /* cannot sync: not an error */
+                err = 0;
+            ff_close_read(a->step_fd);
+            a->step_fd = -1;
+        }
+    }
+    release_step(a);
+    return err;
 }
 
 int ff_atomic_commit(struct ff_atomic *a)
@@ -472,7 +567,7 @@ int ff_atomic_commit(struct ff_atomic *a)
 
     if (a->opt.fsync) {
         a->step = FF_STEP_SYNC_DIR;
-        err = sync_dir(a->target, a->intr);
+        err = sync_dirs(a);
         if (err)
             return err;
     }
@@ -492,10 +587,16 @@ void ff_atomic_discard(struct ff_atomic *a)
         unlink(a->temp);
         a->created = 0;
     }
+    release_step(a);
     free(a->temp);
     free(a->target);
     a->temp = a->target = NULL;
     errno = saved;
+}
+
+void ff_atomic_forget(struct ff_atomic *a)
+{
+    a->created = 0;
 }
 
 int ff_open_read(const char *path, int *fd, const struct ff_eintr *intr)

@@ -61,6 +61,12 @@ struct ff_atomic {
     char *temp;        /* target + ".tmp.<pid>" [+ ".<random>"] */
     int fd;            /* the temp's fd, -1 once closed */
     int created;       /* 1 while the file at temp is ours to remove */
+    long pid;          /* the process that created temp (its name has it) */
+    /* What a step holds while it may be interrupted: a die from a signal
+     * handler skips the step's own release, discard does it instead. */
+    int step_fd;       /* if_changed's compare fd, fsync's directory fd; or -1 */
+    int dirs_made;     /* mkdir: directory levels made, synced with fsync */
+    char *step_mem;    /* if_changed's compare buffer, a directory path; or NULL */
     int have_old;      /* old holds the stat of an existing regular target */
     struct stat old;
     enum ff_step step; /* the step that failed */
@@ -97,9 +103,12 @@ int ff_atomic_create(struct ff_atomic *a, long pid);
  * directory fsync (fsync). */
 int ff_atomic_commit(struct ff_atomic *a);
 
-/* Close and unlink whatever is still ours and free the paths; keeps errno.
- * Safe to call more than once. */
+/* Close and unlink whatever is still ours and free the paths and what a
+ * step holds; keeps errno. Safe to call more than once. A forked child that
+ * unwinds a copy of the parent's atomic calls ff_atomic_forget first: it
+ * closes its copies of the fds but leaves the parent's temp file alone. */
 void ff_atomic_discard(struct ff_atomic *a);
+void ff_atomic_forget(struct ff_atomic *a);
 
 /* write(2) all of buf, retrying short writes and EINTR. A write that
  * returns 0 is reported as ENOSPC. */

@@ -132,15 +132,18 @@ C<fdatasync> the temporary file before the rename and C<fsync> its directory
 after it (C<open>, C<fsync>, C<close>), so the new content survives a power
 loss. If the directory sync fails, the call dies, but the target already holds
 the new content (the rename is done). Without it no sync call is made. C<EINVAL> and C<ENOSYS> (filesystems
-that cannot sync) are not errors. +4 syscalls.
+that cannot sync) are not errors. +4 syscalls. With C<mkdir>, each directory
+it made is durable too: the parent of each is fsynced as well (+3 syscalls a
+level).
 
 =item C<< preserve => 1 >>
 
 When the target exists as a regular file, the new file gets its exact mode
 (set-id and sticky bits included, umask not applied) and, where permitted, its
 owner and group (C<EPERM> from C<fchown>, as for a non-root user, is not an
-error). Otherwise C<perm> applies. +3 syscalls (C<lstat>, C<fchown>,
-C<fchmod>); owner and mode are set after the data is written, since a write
+error; a non-root member of the file's group then still sets the group, with
+a second C<fchown>). Otherwise C<perm> applies. +3 syscalls (C<lstat>,
+C<fchown>, C<fchmod>; +1 C<fchown> when the first is refused); owner and mode are set after the data is written, since a write
 by a user without C<CAP_FSETID> clears set-id bits. pmxcfs accepts only the modes and owners it assigns itself.
 
 =item C<< if_changed => 1 >>
@@ -148,8 +151,11 @@ by a user without C<CAP_FSETID> clears set-id bits. pmxcfs accepts only the mode
 When the target already holds exactly these bytes, nothing is created, written
 or renamed and the call returns 0. The sizes are compared first (C<lstat>);
 the file is read (one read of the whole size, as L</file_get_contents> does)
-only when they match. Unchanged: C<lstat>, C<openat>, 2 C<read>, C<close>.
-Changed: +1 syscall (C<lstat>), or +5 when only the bytes differ. On pmxcfs,
+only when they match. Unchanged: C<lstat>, C<openat>, C<fstat>, 2 C<read>,
+C<close>. Changed: +1 syscall (C<lstat>), or +6 when only the bytes differ.
+The file is opened with C<O_NONBLOCK> and C<O_NOFOLLOW> and compared only if
+C<fstat> shows a regular file of that size: a FIFO or symlink swapped in after
+the C<lstat> is replaced, never waited on or followed. On pmxcfs,
 where every write request stores the whole file again and is replicated to
 the cluster, this is the cheapest write of all.
 
@@ -158,7 +164,9 @@ the cluster, this is the cheapest write of all.
 Create missing parent directories (mode C<0777> filtered by the umask, like
 C<mkdir -p>); another process creating them at the same time is fine. Costs
 nothing while the directory exists: the directories are made only when
-creating the temporary file fails with C<ENOENT>.
+creating the temporary file fails with C<ENOENT>. A target that ends in C</>
+(with C<follow_symlinks>, a link to C<x/>) names a directory and cannot be
+written: no directory is made, the call fails as without C<mkdir>.
 
 =item C<< follow_symlinks => 1 >>
 
@@ -170,8 +178,9 @@ with C<ELOOP>'s text. +1 C<readlink> per link, +1 for the final file.
 
 Fail with C<EEXIST>'s text if the target exists, atomically: C<renameat2>
 with C<RENAME_NOREPLACE>, or where the filesystem lacks it C<link> and
-C<unlink> of the temporary file. Where neither works (pmxcfs has neither),
-dies saying so. The temporary file is removed on failure. Together with
+C<unlink> of the temporary file (if that C<unlink> fails, the link is undone
+and the call dies with C<close (rename) atomic file> and the C<unlink>'s
+error). Where neither works (pmxcfs has neither), dies saying so. The temporary file is removed on failure. Together with
 C<if_changed>, an existing target is an error even when it holds the same
 bytes.
 
@@ -447,9 +456,23 @@ C<"$filename.tmp.$$.RANDOM"> instead. The reference unlinks it.
 C<EINTR> is retried after running perl's pending signal handlers, so an
 C<alarm> still fires; a handler that dies leaves no temporary file. The
 reference dies on C<EINTR>. A signal that cuts a C<write> short is handled
-before the rest is written, too. While such a handler runs, the data scalar
-is read-only. C<EINTR> from C<close> is not an error (Linux has closed the
-descriptor); pending handlers then run before the rename.
+before the rest is written, too. C<EINTR> from C<close> is not an error
+(Linux has closed the descriptor); pending handlers then run before the rename.
+
+=item *
+
+User code that runs in the middle of a call (signal handlers, a
+C<$SIG{__WARN__}> handler for its warnings, overloading, tie) cannot corrupt
+the write. The data scalar is kept alive for the whole call, so a handler
+that frees it (C<delete $h{x}>, C<undef *glob>) changes nothing: the data as
+it was is written. While a signal or warning handler runs the data scalar is
+read-only: a handler that assigns to it dies with perl's C<Modification of a
+read-only value attempted>, and the call leaves the old file. A handler that
+dies leaves the old file, no temporary file and no descriptor or memory of the
+call. A child forked by a handler never removes or writes to its parent's
+temporary file: if it returns into the call, that dies in the child with
+C<< FastFile: a process forked by a signal handler may not go on with the write
+of process PID >>.
 
 =item *
 

@@ -67,4 +67,21 @@ my $sb = slurp("$shared-batch");
 ok(scalar(grep { $sb eq content($_, $WRITES) } 1 .. $THREADS), 'the shared file of the batches is complete');
 is_deeply([ temps_in($dir) ], [], 'no temps left');
 
+# A writer's copy in a new thread (CLONE_SKIP): an unblessed reference to
+# undef, as the POD says; the writer itself still works in its own thread.
+{
+    my $w = FastFile::Writer->new("$dir/w");
+    my $seen = threads->create(sub {
+        return join ',', ref($w), (defined $$w ? 'defined' : 'undef'),
+            (eval { $w->abort; 1 } ? 'abort ran' : 'abort died');
+    })->join;
+    is($seen, 'SCALAR,undef,abort died', "a thread's copy of a writer is an unblessed ref to undef");
+    open my $pod, '<', 'lib/FastFile/Writer.pm' or die "Writer.pm: $!";
+    my ($item) = do { local $/; <$pod> } =~ /^=item threads\n(.*?)^=item /ms;
+    like($item // '', qr/unblessed reference to\s+C<undef>/, 'the POD says what the copy is');
+    $w->print("ok\n");
+    $w->commit;
+    is(slurp("$dir/w"), "ok\n", 'the writer works in its own thread');
+}
+
 done_testing;

@@ -180,12 +180,16 @@ for my $case (['batch', sub { file_set_contents_many([@batch]) }],
 }
 
 # 5. mkdir with fsync: the new directories are durable too (their parents
-#    are synced), at every point old (absent) or new
-{
-    my @deep = ("$root/new1/deeper/y", "$sub/new2/z");    # no file in root, new1 or sub
+#    are synced), at every point old (absent) or new; batch and single call
+for my $case (['batch', ["$root/new1/deeper/y", "$sub/new2/z"]],   # no file in root, new1 or sub
+              ['single', ["$root/new1/deeper/y"]]) {
+    my ($name, $deep) = @$case;
+    my @deep = @$deep;
+    my $op = $name eq 'batch'
+        ? sub { file_set_contents_many([ map { ($_ => "made $_") } @deep ], { mkdir => 1, fsync => 1 }) }
+        : sub { file_set_contents($deep[0], "made $deep[0]", { mkdir => 1, fsync => 1 }) };
     my $bad = 0;
-    my ($points) = crash_points(
-        sub { file_set_contents_many([ map { ($_ => "made $_") } @deep ], { mkdir => 1, fsync => 1 }) },
+    my ($points) = crash_points($op,
         sub {
             my ($state, $temps, $n, $after) = @_;
             my @wrong = grep {
@@ -194,10 +198,10 @@ for my $case (['batch', sub { file_set_contents_many([@batch]) }],
                        : defined $v && $v ne "made $_";
             } @deep;
             $bad++ if @wrong;
-            diag "mkdir + fsync, point $n: wrong: @{[map short($_), @wrong]}" if @wrong;
+            diag "$name mkdir + fsync, point $n: wrong: @{[map short($_), @wrong]}" if @wrong;
             system('rm', '-rf', "$root/new1", "$sub/new2");
         });
-    is $bad, 0, "batch with mkdir and fsync: old-or-new at all $points points, "
+    is $bad, 0, "$name with mkdir and fsync: old-or-new at all $points points, "
         . 'new directories and files durable after the return';
 }
 

@@ -317,14 +317,20 @@ croaks. Data buffered before the fork is written once, by the parent.
 
 =item threads
 
-Writers are not cloned into new threads (C<CLONE_SKIP>): the copy in the new
-thread is C<undef>. Use a writer in the thread that created it.
+Writers are not cloned into new threads (C<CLONE_SKIP>): in the new thread
+the variable holds an unblessed reference to C<undef>. It is true, so test it
+with C<blessed> (L<Scalar::Util>), not with C<if ($w)>: a method call on it
+dies with C<Can't call method ... on unblessed reference>. Use a writer in the
+thread that created it.
 
 =item Signals
 
 A signal that interrupts C<write(2)> runs perl's handlers and the write is
 retried, so an C<alarm> still fires. A handler that dies aborts the writer
-(temp file removed).
+(temp file removed). The data being written (an item, C<$,> or C<$\>) is kept
+alive and read-only while handlers run, as for C<file_set_contents>: a handler
+that frees it or assigns a new C<$\> changes nothing already passed to the
+writer. A child forked by a handler never touches the temp file (see fork).
 
 =item Memory
 
