@@ -317,7 +317,7 @@ sub strace_call {
         "my \@__r = eval {\n#line 1 traced\n$code\n};",
         'my ($__errno, $__err) = ($! + 0, $@);',
         "chdir '$m_end';",
-        '$| = 1; my $__h = sub { defined $_[0] ? "x" . unpack("H*", $_[0]) : "-" };',
+        '$| = 1; local ($\\, $,); my $__h = sub { defined $_[0] ? "x" . unpack("H*", $_[0]) : "-" };',
         'print "\nFFTEST-RESULT ", join(" ", $$, $__err eq "" ? 1 : 0, $__errno, $__h->($__r[0]), $__h->($__err),',
         '    map { $__h->($_) } @__warnings), "\n";',
         '';
