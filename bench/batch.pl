@@ -20,6 +20,8 @@ use List::Util qw(min);
 use POSIX qw(floor);
 use Time::HiRes qw(clock_gettime CLOCK_MONOTONIC);
 
+use lib "$FindBin::Bin/../t/lib";
+use FFTest ();    # without import: no test-only warning hook here
 use FastFile qw(file_set_contents file_set_contents_many);
 
 $| = 1;
@@ -201,8 +203,7 @@ if (`strace -V 2>/dev/null` =~ /strace/) {
         . ' FastFile::file_set_contents_many(\@l); chdir "/ffbatch-mark-start";'
         . ' FastFile::file_set_contents_many(\@l); chdir "/ffbatch-mark-end";'
         . ' FastFile::file_set_contents_many(\@l, { fsync => 1 }); chdir "/ffbatch-mark-fsync";';
-    my @inc = map { "-I$_" } grep { m{blib} } @INC;
-    system('strace', '-f', '-qq', '-o', $log, $^X, @inc, '-MFastFile', '-e', $code, $ext4 // $tmpfs);
+    system('strace', '-f', '-qq', '-o', $log, $^X, FFTest::inc_args(), '-MFastFile', '-e', $code, $ext4 // $tmpfs);
     my ($in, %count, %fcount) = (0);
     my $fsync_part = 0;
     open my $fh, '<', $log or die "strace log: $!";

@@ -33,6 +33,7 @@ use IPC::Open2 qw(open2);
 use lib "$FindBin::Bin/lib", "$FindBin::Bin/../t/lib";
 use BenchWriters;
 use BenchSVG;
+use FFTest ();    # without import: no test-only warning hook here
 use FastFS;
 use FastFile ();
 
@@ -305,11 +306,10 @@ for my $w (@where) {
 
 # ------------------------------------------------------------- strace -----
 
-my $strace = (grep { -x "$_/strace" } File::Spec->path)[0];
-$strace &&= "$strace/strace";
+my $strace = FFTest::which('strace');
 push @notes, 'strace is not installed: the syscall tables are left out.' unless $strace;
 
-my @INC_ARGS = map { "-I" . File::Spec->rel2abs($_) } grep { !ref } @INC;
+my @INC_ARGS = FFTest::inc_args();    # this build and t/lib, for the traced children
 
 # The syscalls of one call, after one untraced warm-up call: the names of
 # every syscall between two marker chdir()s the program never makes.
@@ -566,7 +566,7 @@ if (!$fuse_why) {
         return (fmt_kib($f->{stored}), sprintf('%.1f', $f->{stored} / $size));
     };
     push @md, "## FUSE write requests and write amplification (fastfs, pmxcfs model)\n",
-        "bench/fusefs/fastfs is an in-memory FUSE filesystem (no writeback cache) that counts WRITE\n"
+        "t/fusefs/fastfs is an in-memory FUSE filesystem (no writeback cache) that counts WRITE\n"
       . "requests and models pmxcfs, which stores the whole file again on every write request:\n"
       . "after each request, *written* grows by the file's current size. Amplification = written /\n"
       . "file size. max_write 4 KiB is libfuse2's default (pmxcfs before `big_writes`), 128 KiB is\n"

@@ -1,7 +1,7 @@
 #!/usr/bin/perl
 # What FastFile is for, in a few seconds (`make demo`): a 1 MiB config written
 # by the print-era pure-Perl file_set_contents, the syswrite-era one and
-# FastFile, first onto bench/fusefs (an in-memory FUSE filesystem that models
+# FastFile, first onto t/fusefs (an in-memory FUSE filesystem that models
 # pmxcfs, Proxmox VE's /etc/pve) at max_write 128 KiB, counting FUSE write
 # requests; then the same content rewritten with if_changed; then syscalls
 # (strace) and time per call on tmpfs. The writers are bench/lib/BenchWriters.pm's
@@ -10,11 +10,11 @@ use strict;
 use warnings;
 use FindBin ();
 use lib "$FindBin::Bin/lib", "$FindBin::Bin/../t/lib";
-use File::Spec ();
 use File::Temp ();
 use Time::HiRes qw(time);
 use FastFile qw(file_set_contents file_get_contents);
 use BenchWriters ();
+use FFTest ();    # without import: no test-only warning hook here
 use FastFS ();
 
 my $SIZE      = 1 << 20;
@@ -35,11 +35,11 @@ printf "A %s-byte config (%d lines), written by each writer; perl %vd.\n\n",
 # ---- FUSE: write requests, as pmxcfs would receive them ----
 my $why = FastFS::available();
 if ($why) {
-    print "FUSE part skipped: bench/fusefs cannot be mounted here ($why).\n\n";
+    print "FUSE part skipped: t/fusefs cannot be mounted here ($why).\n\n";
 } else {
     my $fs = FastFS->mount(max_write => $MAX_WRITE);
     my $file = $fs->dir . '/demo.cfg';
-    print "On bench/fusefs at max_write 128 KiB (pmxcfs with big_writes). pmxcfs stores the whole\n",
+    print "On t/fusefs at max_write 128 KiB (pmxcfs with big_writes). pmxcfs stores the whole\n",
           "file again on each write request: amplification = bytes stored / file size.\n";
     printf "  %-36s %14s %14s %13s\n", 'writer', 'write requests', 'bytes stored', 'amplification';
     my @rows = map { my $name = $_->[0]; [ $label{$name}, sub { BenchWriters::writer($name)->($file, $data) } ] } @writers;
@@ -72,8 +72,8 @@ my $dir = $shm && -w '/dev/shm'
     : File::Temp::tempdir('fastfile-demo-XXXXXX', TMPDIR => 1, CLEANUP => 1);
 my $where = $dir =~ m{^/dev/shm/} ? 'tmpfs (/dev/shm)' : "$dir (no writable tmpfs at /dev/shm)";
 
-my $strace = (grep { -x "$_/strace" } File::Spec->path)[0];
-my @INC_ARGS = map { '-I' . File::Spec->rel2abs($_) } grep { !ref } @INC;
+my $strace = FFTest::which('strace');
+my @INC_ARGS = FFTest::inc_args();    # this build and t/lib, for the traced children
 
 # The syscalls of one call (after an untraced warm-up call in the same
 # process), between two marker chdir()s perl never makes on its own; the
@@ -84,7 +84,7 @@ sub syscalls_of {
     my $log = "$dir/strace.log";
     my $code = 'my ($n, $f, $s) = @ARGV; my $w = BenchWriters::writer($n); my $d = BenchWriters::payload($s);'
              . ' $w->($f, $d); chdir "/demo-mark-start"; $w->($f, $d); chdir "/demo-mark-end";';
-    system("$strace/strace", '-qq', '-o', $log, $^X, @INC_ARGS, '-MBenchWriters', '-e', $code,
+    system($strace, '-qq', '-o', $log, $^X, @INC_ARGS, '-MBenchWriters', '-e', $code,
            $name, "$dir/trace.cfg", $SIZE) == 0 or return 'strace failed';
     open my $fh, '<', $log or return "no strace log: $!";
     my ($in, %n, $total) = (0);

@@ -2,9 +2,8 @@ use strict;
 use warnings;
 
 use Test::More;
-use POSIX ();
-
-BEGIN { $SIG{__WARN__} = sub { fail("unexpected warning: $_[0]") } }
+use lib 't/lib';
+use FFTest qw(run_perl);
 
 BEGIN { use_ok('FastFile') or BAIL_OUT('FastFile does not load') }
 
@@ -17,18 +16,10 @@ is(FastFile->VERSION, $FastFile::VERSION, 'FastFile->VERSION eq $FastFile::VERSI
 # with the bootstrap parameter and croaks on a mismatch. Ask a child perl to
 # load the same .so with a bogus version: the croak names the object's own.
 {
-    my @inc = map { "-I$_" } grep { !ref } @INC;
     my $code = 'package FastFile; our $VERSION = "999.999"; require XSLoader;'
              . ' eval { XSLoader::load("FastFile", "999.999"); 1 } and die "loaded anyway\n";'
              . ' print $@';
-    my $pid = open my $fh, '-|';
-    die "fork: $!" unless defined $pid;
-    if (!$pid) {
-        open STDERR, '>&', \*STDOUT;
-        exec $^X, @inc, '-e', $code or POSIX::_exit(127);
-    }
-    my $out = do { local $/; <$fh> };
-    close $fh;
+    my (undef, $out) = run_perl($code);
     like($out, qr/^FastFile object version (\S+) does not match bootstrap parameter 999\.999/,
          'XSLoader checks the object version against the bootstrap parameter');
     my ($so_version) = $out =~ /object version (\S+) does not match/;

@@ -9,10 +9,10 @@ use warnings;
 # declarations as errors; also as on a libc without renameat2.
 
 use Test::More;
+use lib 't/lib';
+use FFTest;
 use Config;
 use File::Temp ();
-
-BEGIN { $SIG{__WARN__} = sub { fail("unexpected warning: $_[0]") } }
 
 plan skip_all => 'needs a gcc-compatible compiler (gccversion)' unless $Config{gccversion};
 my @sources = sort glob('ff_*.c');

@@ -4,25 +4,12 @@ use warnings;
 use Test::More;
 use lib 't/lib';
 use FFTest qw(tempdir slurp spew temps_in warnings_of);
-use RefWriter qw(ref_bytes);
+use Reference qw(ref_bytes);
+use Counted;    # Counted (tie), Str (overloaded)
 use FastFile;
-
-$SIG{__WARN__} = sub { fail("unexpected warning: $_[0]") };
 
 my $dir = tempdir();
 my $file = "$dir/target";
-
-{
-    package Tied;
-    sub TIESCALAR { my ($c, $v) = @_; return bless { v => $v, n => 0 }, $c }
-    sub FETCH     { my $s = shift; $s->{n}++; return $s->{v} }
-    sub STORE     { die "STORE on a tied argument\n" }
-}
-{
-    package Str;
-    use overload '""' => sub { $_[0]{n}++; $_[0]{s} }, fallback => 1;
-    sub new { my ($c, $s) = @_; return bless { s => $s, n => 0 }, $c }
-}
 
 my $all_bytes = join '', map { chr } 0 .. 255;
 my $upgraded = $all_bytes;
@@ -104,14 +91,15 @@ SKIP: {
 
 # data that must be stringified: tied scalar, overloaded object, reference
 for my $force (0, 1) {
-    tie my $tied, 'Tied', "tied \x{e9}\x{263a}";
+    tie my $tied, 'Counted', "tied \x{e9}\x{263a}";
     my @w = warnings_of { file_set_contents($file, $tied, undef, $force) };
     is((tied $tied)->{n}, 1, "tied data, force_utf8=$force: FETCH once");
+    ok(!(tied $tied)->{stores}, "tied data, force_utf8=$force: no STORE");
     ok(slurp($file) eq ref_bytes("tied \x{e9}\x{263a}", $force), "tied data, force_utf8=$force: bytes");
     is(scalar @w, $force ? 0 : 1, "tied data, force_utf8=$force: warnings");
 
     for my $s ("obj \x{e9}", do { my $x = "obj \x{e9}"; utf8::upgrade($x); $x }, "obj \x{263a}") {
-        my $obj = Str->new($s);
+        my $obj = Str->new(s => $s);
         my @w = warnings_of { file_set_contents($file, $obj, undef, $force) };
         my $label = sprintf 'overloaded object (%s), force_utf8=%d', utf8::is_utf8($s) ? 'utf8' : 'bytes', $force;
         is($obj->{n}, 1, "$label: stringified once");

@@ -4,7 +4,7 @@ use warnings;
 # Drop-in details a script swapping the reference for FastFile would notice:
 # extra arguments, $\, warnings under FATAL, the caller's scalars left as
 # they were (JSON encoders see the same types), objects as perm. Compared
-# with the pure-Perl reference writer (t/lib/RefWriter.pm) where it applies.
+# with the pure-Perl reference writer (t/lib/Reference.pm) where it applies.
 
 BEGIN { $ENV{LC_ALL} = 'C'; delete $ENV{LANGUAGE} }
 
@@ -15,11 +15,9 @@ use JSON::PP ();
 use Math::BigInt;
 use lib 't/lib';
 use FFTest qw(tempdir slurp spew temps_in warnings_of errno_text);
-use RefWriter qw(ref_file_set_contents ref_bytes);
+use Reference qw(ref_file_set_contents ref_bytes);
 use FastFile qw(:all);
 use FastFile::Writer;
-
-$SIG{__WARN__} = sub { fail("unexpected warning: $_[0]") };
 
 my $dir = tempdir();
 my $file = "$dir/target";

@@ -13,45 +13,14 @@ BEGIN { setlocale(LC_ALL, 'C') }
 use Test::More;
 use Errno qw(ENOENT EISDIR EACCES EIO);
 use lib 't/lib';
-use FFTest qw(tempdir slurp spew warnings_of have_strace strace_call errno_text blib_inc);
+use FFTest qw(tempdir slurp spew warnings_of strace_why strace_call errno_text in_child);
+use Reference qw(ref_get_contents ref_read_firstline);    # the 8 KiB sysread loop, <$fh> + chomp
+use Counted;    # a tied scalar that counts FETCH
 use FastFile qw(:all);
-
-$SIG{__WARN__} = sub { fail("unexpected warning: $_[0]") };
 
 my $MIB = 1 << 20;
 my $dir = tempdir();
 my $n = 0;
-
-# The reference readers, as source: the traced children run the same code.
-my $REF = <<'END_REF';
-sub ref_get_contents {
-    my ($filename, $max) = @_;
-    $max ||= 1048576;
-    open(my $fh, '<', $filename) or die "can't open '$filename' - $!\n";
-    my ($content, $total, $count) = ('', 0);
-    while ($count = sysread($fh, $content, 8192, $total)) {
-        $total += $count;
-        die "file '$filename' too long - aborting\n" if $total > $max;
-    }
-    die "unable to read file '$filename' - $!\n" if !defined $count;
-    close $fh;
-    return $content;
-}
-sub ref_read_firstline {
-    my ($filename) = @_;
-    my $fh;
-    if (!open($fh, '<', $filename)) {
-        return undef if $!{ENOENT};
-        die "file '$filename' exists but open for reading failed - $!\n";
-    }
-    my $res = <$fh>;
-    chomp $res if $res;
-    close $fh;
-    return $res;
-}
-1;
-END_REF
-eval $REF or die $@;
 
 # ---------------------------------------------------------------- helpers
 
@@ -156,13 +125,6 @@ sub read_fifo {
     };
     waitpid $pid, 0;
     return $r;
-}
-
-{
-    package Counted;    # a tied scalar that counts FETCH
-    sub TIESCALAR { my ($c, $v) = @_; return bless { v => $v, n => 0 }, $c }
-    sub FETCH     { my $s = shift; $s->{n}++; return $s->{v} }
-    sub STORE     { my $s = shift; $s->{stores}++; $s->{v} = shift }
 }
 
 # ------------------------------------------- content, against the reference
@@ -411,24 +373,9 @@ SKIP: {
         my @nobody = getpwnam('nobody');
         skip 'running as root and there is no user "nobody"', 8 unless @nobody;
         chmod 0711, $dir or die "chmod: $!";
-        pipe my $rd, my $wr or die "pipe: $!";
-        my $pid = fork;
-        die "fork: $!" unless defined $pid;
-        if (!$pid) {
-            close $rd;
-            POSIX::setgid($nobody[3]) or POSIX::_exit(2);
-            POSIX::setuid($nobody[2]) or POSIX::_exit(3);
-            POSIX::_exit(4) if $> == 0;
-            print {$wr} join(' ', $run->()), "\n";
-            close $wr;
-            POSIX::_exit(0);
-        }
-        close $wr;
-        my $l = <$rd>;
-        waitpid $pid, 0;
-        skip "could not drop to nobody (child status $?)", 8 if $? || !defined $l;
-        chomp $l;
-        @res = split / /, $l, -1;
+        my $out = in_child(sub { join ' ', $run->() }, @nobody[2, 3]);
+        skip "could not drop to nobody: $out", 8 unless $out =~ s/\Aok //;
+        @res = split / /, $out, -1;
         chmod 0700, $dir;
     }
     my @o = map { { ok => $res[4 * $_], errno => $res[4 * $_ + 1], err => pack('H*', $res[4 * $_ + 2]) } } 0 .. 3;
@@ -589,30 +536,10 @@ SKIP: {
     ok(!(tied $name)->{stores} && !(tied $max)->{stores}, 'no STORE on a tied argument');
 }
 
-# ------------------------------------------------------------------ taint
-
-{
-    my $file = "$dir/taint";
-    spew($file, "tainted\nlines\n");
-    my $code = <<'END';
-use Scalar::Util qw(tainted);
-my $f = shift;                      # tainted: from @ARGV
-my $c = file_get_contents($f);
-my $l = file_read_firstline($f);
-print join(' ', ${^TAINT}, tainted($f) ? 1 : 0, tainted($c) ? 1 : 0, tainted($l) ? 1 : 0, $c eq "tainted\nlines\n" ? 1 : 0), "\n";
-END
-    open my $ph, '-|', $^X, '-T', blib_inc(), '-MFastFile=:all', '-e', $code, $file
-        or die "run perl -T: $!";
-    my $out = <$ph>;
-    close $ph;
-    is($?, 0, 'under -T: the child ran');
-    is($out, "1 1 1 1 1\n", 'under -T: a tainted name may be read; both results are tainted');
-}
-
 # --------------------------------------------------------------- syscalls
 
 SKIP: {
-    my $why = have_strace();
+    my $why = strace_why();
     skip $why, 1 if $why;
 
     # the allocator's calls, and AddressSanitizer's sigaltstack (make asan)
@@ -642,7 +569,7 @@ SKIP: {
 
     # the reference, for contrast
     $r = strace_call('my $c = ref_get_contents($ARGV[0]); die "wrong length\n" unless length $c == 1048576;',
-                     setup => $REF, args => [$file]);
+                     setup => 'use Reference qw(ref_get_contents);', args => [$file]);
     ok($r->{traced} && $r->{ok}, 'reference, 1 MiB: traced call succeeded') or diag($r->{err}, $r->{stderr});
     my $reads = grep { $_->{name} eq 'read' } @{ $r->{calls} };
     cmp_ok($reads, '>', 128, "reference, 1 MiB: $reads reads of 8 KiB (FastFile: 2)");
@@ -712,7 +639,7 @@ SKIP: {
     skip "no syscall.ph for the number of read(2): $@", 12 unless defined $sys_read;
     my $grow_code = <<'END';
 my ($file, $max, $sys_read) = @ARGV;
-my $reader = $$;
+my $reader = readlink '/proc/self';    # the real pid ($$ is forged)
 my $pid = fork // die "fork: $!\n";
 if (!$pid) {
     # wait (at most 3 s) until the reader is in read(2) on an fd open on $file
@@ -744,7 +671,7 @@ END
         spew($f, 'a' x 1000);
         $r = strace_call($grow_code, args => [$f, $max, $sys_read], paths => [$f],
                          inject => ['read:delay_enter=300000:when=1']);
-        ok($r->{traced}, "$label: traced") or diag($r->{strace_err}, $r->{stderr});
+        ok($r->{traced}, "$label: traced") or diag($r->{stderr});
         # the first fstat is the reader's (the helper waits for the read)
         my ($fstat) = grep { $_->{name} =~ /fstat/ } @{ $r->{calls} };
         like($fstat ? $fstat->{line} : '', qr/st_size=1000\b/, "$label: fstat saw 1000 bytes") or diag($show->($r));

@@ -9,42 +9,13 @@ use Test::More;
 binmode(Test::More->builder->$_, ':encoding(UTF-8)') for qw(output failure_output todo_output);
 use Errno qw(ENOENT EISDIR ENOTDIR ENAMETOOLONG EACCES EPERM);
 use lib 't/lib';
-use FFTest qw(tempdir slurp spew temps_in warnings_of errno_text);
-use RefWriter qw(ref_file_set_contents);
+use FFTest qw(tempdir slurp spew temps_in warnings_of errno_text in_child);
+use Reference qw(ref_file_set_contents);
 use FastFile;
-
-$SIG{__WARN__} = sub { fail("unexpected warning: $_[0]") };
 
 my $dir = tempdir();
 
-sub state_of {
-    my ($path) = @_;
-    return 'missing' unless -e $path || -l $path;
-    return 'dir:' . join(',', do { opendir(my $dh, $path) or die; sort grep { !/^\.\.?\z/ } readdir $dh }) if -d $path;
-    my @st = lstat $path;
-    return "file:$st[1]:" . slurp($path);
-}
-
-# check_error($label, sub { ... }, text => ..., errno => ..., watch => [paths], dir => $dir)
-sub check_error {
-    my ($label, $code, %e) = @_;
-    my @watch = @{ $e{watch} || [] };
-    my %before = map { $_ => state_of($_) } @watch;
-    my @temps_before = temps_in($e{dir} || $dir);
-    my $ok = eval { $code->(); 1 };
-    my ($err, $errno) = ($@, $! + 0);
-    ok(!$ok, "$label: croaks");
-    (my $shown = $err) =~ s/\0/\\0/g;
-    is($err, $e{text}, "$label: message") or diag("got: $shown");
-    if (defined $e{errno}) {
-        is($errno, $e{errno}, "$label: \$! is " . errno_text($e{errno}));
-    }
-    for my $w (@watch) {
-        (my $shown_path = $w) =~ s/([^\x20-\x7e])/sprintf '\\x{%x}', ord $1/ge;
-        is(state_of($w), $before{$w}, "$label: $shown_path unchanged");
-    }
-    is_deeply([ temps_in($e{dir} || $dir) ], \@temps_before, "$label: no temp left");
-}
+sub check_error { FFTest::check_error($_[0], $_[1], dir => $dir, @_[2 .. $#_]) }
 
 # missing directory
 check_error('missing directory',
@@ -181,30 +152,17 @@ SKIP: {
 
     my $run_as_nobody = sub {
         my ($path) = @_;
-        pipe my $r, my $w or die "pipe: $!";
-        my $pid = fork;
-        die "fork: $!" unless defined $pid;
-        if (!$pid) {
-            close $r;
-            POSIX::setgid($nobody[3]) or POSIX::_exit(2);
-            POSIX::setuid($nobody[2]) or POSIX::_exit(3);
-            POSIX::_exit(4) if $> == 0;
+        my $out = in_child(sub {
             my $ok = eval { file_set_contents($path, 'nobody was here'); 1 } ? 1 : 0;
-            my $errno = $! + 0;
-            print {$w} join("\n", $ok, $errno, $$, unpack('H*', $@)), "\n";
-            close $w;
-            POSIX::_exit(0);
-        }
-        close $w;
-        my @res = <$r>;
-        chomp @res;
-        waitpid $pid, 0;
-        return { status => $?, ok => $res[0], errno => $res[1], pid => $res[2],
+            return join("\n", $ok, $! + 0, $$, unpack('H*', $@));
+        }, @nobody[2, 3]);
+        my ($ran, @res) = $out =~ /\Aok (.*)\z/s ? (1, split /\n/, $1, -1) : (0);
+        return { ran => $ran, out => $out, ok => $res[0], errno => $res[1], pid => $res[2],
                  err => defined $res[3] ? pack('H*', $res[3]) : undef };
     };
 
     my $r = $run_as_nobody->($target);
-    is($r->{status}, 0, 'read-only directory (as nobody): child ran');
+    ok($r->{ran}, 'read-only directory (as nobody): child ran') or diag($r->{out});
     ok(!$r->{ok}, 'read-only directory (as nobody): croaks');
     is($r->{err}, "unable to open file '$target.tmp.$r->{pid}' - " . errno_text(EACCES) . "\n",
        'read-only directory (as nobody): message');

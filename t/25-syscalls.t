@@ -12,18 +12,15 @@ BEGIN { setlocale(LC_ALL, 'C') }
 use Test::More;
 use Errno qw(ENOSPC EIO EXDEV EFBIG);
 use lib 't/lib';
-use FFTest qw(tempdir slurp spew temps_in have_strace strace_call errno_text);
+use FFTest qw(tempdir slurp spew temps_in strace_why strace_call calls_named errno_text);
 
-$SIG{__WARN__} = sub { fail("unexpected warning: $_[0]") };
-
-my $why = have_strace();
+my $why = strace_why();
 plan skip_all => $why if $why;
 
 my $dir = tempdir();
 my $n = 0;
 
 sub names { return map { $_->{name} } @{ $_[0]{calls} } }
-sub calls_named { my ($r, $name) = @_; return grep { $_->{name} eq $name } @{ $r->{calls} } }
 sub last_arg { my ($c) = @_; return ($c->{args} =~ /,\s*(\d+)\z/)[0] }
 
 sub show { my ($r) = @_; return join '', map { "  $_->{line}\n" } @{ $r->{calls} } }
@@ -40,7 +37,7 @@ for my $case ([ '1 byte', 'setup' => 'my $data = "x";', 1 ],
     spew($file, 'old');
     my $code = $setup =~ /\$force/ ? 'file_set_contents($ARGV[0], $data, undef, $force)'
                                    : 'file_set_contents($ARGV[0], $data)';
-    my $r = strace_call($code, setup => $setup, args => [$file], file => $file);
+    my $r = strace_call($code, setup => $setup, args => [$file], target => $file);
     ok($r->{traced} && $r->{ok}, "$label: traced call succeeded") or diag($r->{err}, $r->{stderr});
     my @names = names($r);
     my $getpids = grep { $_ eq 'getpid' } @names;
@@ -73,7 +70,7 @@ for my $case ([ '64 KiB + $\\', 'my $data = "y" x 65536;', '"\\n"', [qw(openat w
     my ($label, $setup, $ors, $want, $size) = @$case;
     my $file = "$dir/ors-" . ++$n;
     my $r = strace_call("local \$\\ = $ors; file_set_contents(\$ARGV[0], \$data)", setup => $setup,
-                        args => [$file], file => $file);
+                        args => [$file], target => $file);
     ok($r->{traced} && $r->{ok}, "$label: traced call succeeded") or diag($r->{err}, $r->{stderr});
     my @names = grep { $_ ne 'getpid' } names($r);
     is("@names", "@$want", "$label: exactly " . join(', ', @$want)) or diag(show($r));
@@ -87,7 +84,7 @@ for my $case ([ '64 KiB + $\\', 'my $data = "y" x 65536;', '"\\n"', [qw(openat w
 # the mode argument reaches open(2) as given
 {
     my $file = "$dir/mode";
-    my $r = strace_call('file_set_contents($ARGV[0], "m", 0600)', args => [$file], file => $file);
+    my $r = strace_call('file_set_contents($ARGV[0], "m", 0600)', args => [$file], target => $file);
     my ($open) = calls_named($r, 'openat');
     like($open ? $open->{args} : '', qr/, 0600\z/, 'perm 0600 is passed to openat');
 }
@@ -100,12 +97,12 @@ sub injected {
     spew($file, $old);
     my $ino = (stat $file)[1];
     my $code = $o{code} || 'file_set_contents($ARGV[0], $data)';
-    my $r = strace_call($code, setup => $o{setup}, args => [$file], file => $file,
-                        paths => $o{paths} || ['%TMP%'], inject => $o{inject}, ulimit_f => $o{ulimit_f},
+    my $r = strace_call($code, setup => $o{setup}, args => [$file], target => $file,
+                        pid => $FFTest::PID, paths => $o{paths} || ['%TMP%'], inject => $o{inject}, ulimit_f => $o{ulimit_f},
                         env => { LC_ALL => 'C' });
-    ok($r->{traced}, "$label: traced") or diag($r->{strace_err}, $r->{stderr});
+    ok($r->{traced}, "$label: traced") or diag($r->{stderr});
     is($r->{status}, 0, "$label: child exited normally") or diag($r->{stderr});
-    is($r->{stderr}, '', "$label: child said nothing on stderr");
+    is($r->{stderr} . join('', @{ $r->{warnings} }), '', "$label: child said nothing on stderr, warned nothing");
     my $tmp = $r->{tmp};
     if ($o{ok}) {
         ok($r->{ok}, "$label: succeeds") or diag($r->{err});
@@ -173,7 +170,7 @@ my @ten = (setup => 'my $data = "0123456789";');
         my ($ret, $rest) = @$case;
         my $file = "$dir/short-writev-" . ++$n;
         my $r = strace_call('local $\\ = "AB"; file_set_contents($ARGV[0], $data)', setup => 'my $data = "0123456789";',
-                            args => [$file], file => $file, paths => ['%TMP%'],
+                            args => [$file], target => $file, pid => $FFTest::PID, paths => ['%TMP%'],
                             inject => ["writev:retval=$ret:when=1"]);
         ok($r->{traced} && $r->{ok}, "short writev ($ret of 12): succeeds") or diag($r->{err}, $r->{stderr});
         my @w = map { ($_->{args} =~ /^\d+, (.*)\z/)[0] } calls_named($r, 'write');

@@ -3,10 +3,8 @@ use warnings;
 
 use Test::More;
 use lib 't/lib';
-use FFTest qw(tempdir slurp spew temps_in warnings_of blib_inc);
+use FFTest qw(tempdir slurp spew temps_in warnings_of run_perl);
 use FastFile;
-
-$SIG{__WARN__} = sub { fail("unexpected warning: $_[0]") };
 
 my $dir = tempdir();
 my $file = "$dir/target";
@@ -119,18 +117,9 @@ my $line;
         my (@switches) = @_;
         my $code = 'file_set_contents($ARGV[0], "\x{263a}"); file_set_contents($ARGV[0], undef);'
                  . ' open my $fh, ">", "/dev/null" or die; print $fh "\x{263a}"; print $fh undef; close $fh;';
-        my $pid = open my $fh, '-|';
-        die "fork: $!" unless defined $pid;
-        if (!$pid) {
-            open STDERR, '>&', \*STDOUT;
-            exec $^X, blib_inc(), @switches, '-MFastFile', '-e', $code, $file or POSIX::_exit(127);
-        }
-        local $/;
-        my $out = <$fh>;
-        close $fh;
+        my (undef, $out) = run_perl($code, switches => [@switches, '-MFastFile'], args => [$file]);
         return $out;
     };
-    require POSIX;
     my $out = $run->();
     is($out, "Wide character in file_set_contents at -e line 1.\nWide character in print at -e line 1.\n",
        'no pragma: Wide character warns by default (like print), uninitialized does not');

@@ -10,19 +10,16 @@ use warnings;
 
 use Test::More;
 use Errno qw(EEXIST ENOENT ELOOP EIO EPERM EROFS EACCES EINVAL ENOSYS EOPNOTSUPP);
-use File::Find ();
 use File::Temp ();
 use POSIX ();
 
 use FastFile;
 use lib 't/lib';
-use FFTest qw(slurp spew);
+use FFTest qw(slurp spew temps_in errno_text strace_why strace_call in_child);
 
 # $! texts are compared in English; children inherit the C locale too.
 BEGIN { $ENV{LC_ALL} = 'C'; delete $ENV{LANGUAGE} }
 POSIX::setlocale(POSIX::LC_ALL(), 'C');
-
-$SIG{__WARN__} = sub { fail("no unexpected warning"); diag("warning: @_") };
 
 umask 022;
 my $ROOT = File::Temp::tempdir('ff35-XXXXXX', TMPDIR => 1, CLEANUP => 1);
@@ -39,17 +36,6 @@ sub newdir {
     return $d;
 }
 
-# every leftover temp file ("<name>.tmp.<pid>[.<random>]") below the dirs
-sub temps_in {
-    my @t;
-    # a name passed where a directory belongs would make this check nothing
-    -d $_ or die "temps_in: '$_' is not a directory\n" for @_;
-    @_ or die "temps_in: no directory given\n";
-    File::Find::find({ no_chdir => 1,
-                       wanted => sub { push @t, $File::Find::name if /\.tmp\.\d+/ } }, @_);
-    return @t;
-}
-
 sub no_temps {
     my ($name, @dirs) = @_;
     my @t = temps_in(@dirs);
@@ -58,7 +44,6 @@ sub no_temps {
 
 sub mode_of { my @s = lstat $_[0]; @s ? $s[2] & 07777 : undef }
 sub owner_of { my @s = lstat $_[0]; @s ? "$s[4]:$s[5]" : undef }
-sub errstr { local $! = $_[0]; return "$!" }
 
 # Runs code, returns (result, $@, $! as a number) like the traced runs do.
 sub attempt {
@@ -69,54 +54,22 @@ sub attempt {
 
 # ---------------------------------------------------------------- strace
 
-my @INC_ARGS = map { "-I$_" } grep { !ref } @INC;
-my $n_trace = 0;
-
-# Runs $code in a fresh perl under strace (with the given fault injections)
-# and returns { ret, err, errno, calls, seq }: calls are the syscalls made
-# between two marker stats around the call, normalised (the case dir reads
-# D, the pid PID, fds FD, buffers ...); memory management (brk, mmap, ...) is
-# dropped. seq is calls without getpid (the contract allows one per call).
+# Runs $code (with $D = the case dir, $DATA = 64 KiB) under strace (with the
+# given fault injections) and returns { ret, err, errno, calls, seq,
+# complete }: calls are the syscalls made by the call, normalised (the case
+# dir reads D, the pid PID, fds FD, buffers ...); memory management (brk,
+# mmap, ...) is dropped. seq is calls without getpid (the contract allows one
+# per call).
 sub traced {
     my (%a) = @_;
     my $dir = $a{dir};
-    my $log = "$ROOT/strace." . ++$n_trace;
-    my $pre = $a{pre} // '';
-    my $script = <<"EOS";
-use strict; use warnings; use POSIX (); use FastFile;
-my \$D = shift; my \$DATA = 'x' x 65536;
-$pre;
--e '/FF-MARK-BEGIN';
-my \$r = eval { $a{code} }; my \$e = \$@; my \$n = \$! + 0;
--e '/FF-MARK-END';
-print join "\\0", \$\$, \$r // 'undef', \$e, \$n;
-EOS
-    my @cmd = ('strace', '-qq', '-o', $log,
-               (map { ('-e', "inject=$_") } @{ $a{inject} || [] }),
-               '--', $^X, @INC_ARGS, '-e', $script, $dir);
-    my ($out, $tries) = ('', 0);
-    # the child loads FastFile from blib: if someone is rebuilding it right
-    # now the load fails, so wait for the build and try again
-    until ($out =~ /^\d+\0/ || $tries++ == 5) {
-        sleep 2 if $tries > 1;
-        open my $ph, '-|', @cmd or die "strace: $!";
-        $out = do { local $/; <$ph> } // '';
-        close $ph;
-    }
-    my ($pid, $r, $e, $n) = split /\0/, $out, -1;
-    my %res = (ret => $r, err => $e, errno => $n, calls => [], seq => [], pid => $pid,
-               complete => 0);
-    open my $lh, '<', $log or return \%res;
-    my $in = 0;
-    while (my $line = <$lh>) {
-        chomp $line;
-        if ($line =~ m{"/FF-MARK-BEGIN"}) { $in = 1; next }
-        if ($line =~ m{"/FF-MARK-END"}) { $res{complete} = $in && defined $pid; last }
-        next unless $in;
-        # memory management is the allocator's; sigaltstack is AddressSanitizer's (make asan)
-        next if $line =~ /^(?:brk|mmap|munmap|mremap|mprotect|madvise|sigaltstack)\(/;
-        push @{ $res{calls} }, normalise($line, $dir, $pid);
-    }
+    my $r = strace_call($a{code}, args => [$dir], inject => $a{inject},
+                        setup => 'use POSIX (); my $D = shift @ARGV; my $DATA = "x" x 65536;' . ($a{pre} // ''));
+    # memory management is the allocator's; sigaltstack is AddressSanitizer's (make asan)
+    my @calls = grep { $_->{name} !~ /\A(?:brk|mmap|munmap|mremap|mprotect|madvise|sigaltstack)\z/ } @{ $r->{calls} };
+    my %res = (ret => $r->{ret} // 'undef', err => $r->{err}, errno => $r->{errno}, pid => $r->{pid},
+               complete => $r->{traced} && defined $r->{pid} ? 1 : 0,
+               calls => [ map { normalise($_->{line}, $dir, $r->{pid}) } @calls ]);
     $res{seq} = [ grep { !/^getpid\(/ } @{ $res{calls} } ];
     return \%res;
 }
@@ -156,20 +109,7 @@ sub seq_is {
 
 my @TRACES_WITHOUT_FSYNC;    # checked together at the end: no fsync family
 
-my $STRACE_WHY = do {
-    my $d = newdir('probe');
-    my $have = grep { -x "$_/strace" } split /:/, $ENV{PATH} // '';
-    my $t = $have
-        ? traced(dir => $d, inject => ['mkdir:error=EROFS'],
-                 code => q{mkdir("$D/x") ? 'made' : $!{EROFS} ? 'injected' : "other $!"})
-        : undef;
-    !$t                                          ? 'strace not installed'
-    : !@{ $t->{calls} }                          ? 'strace cannot trace here (ptrace refused?)'
-    : ($t->{ret} // '') ne 'injected'            ? 'strace fault injection does not work here'
-    :                                              '';
-};
-
-sub need_strace { plan skip_all => "strace unusable: $STRACE_WHY" if $STRACE_WHY }
+sub need_strace { my $why = strace_why(); plan skip_all => "strace unusable: $why" if $why }
 
 # sequence pieces; P is a path as it appears normalised ("D/f")
 sub T_OPEN  { my ($p, $m) = @_; $m //= '0644';
@@ -371,7 +311,7 @@ subtest 'fsync' => sub {
     spew("$d/f", 'old');
     $t = traced(dir => $d, inject => ['fdatasync:error=EIO'],
                 code => q{file_set_contents("$D/f", $DATA, { fsync => 1 })});
-    is($t->{err}, "unable to sync '$d/f.tmp.$t->{pid}' - " . errstr(EIO) . "\n",
+    is($t->{err}, "unable to sync '$d/f.tmp.$t->{pid}' - " . errno_text(EIO) . "\n",
        'fdatasync EIO: croak text names the temp');
     is($t->{err}, "unable to sync '$d/f.tmp.$t->{pid}' - Input/output error\n", '... in English');
     is($t->{errno}, EIO, '$! is EIO');
@@ -532,35 +472,21 @@ subtest 'preserve as a non-root user: EPERM from fchown is ignored' => sub {
     chown $uid, $gid, "$d/suid" or die "chown: $!";
     chmod 06750, "$d/suid" or die "chmod: $!";
 
-    pipe(my $rd, my $wr) or die "pipe: $!";
-    my $pid = fork // die "fork: $!";
-    if (!$pid) {
-        close $rd;
+    my $out = in_child(sub {
         my @out;
-        my $ok = eval {
-            $) = "$gid $gid";
-            POSIX::setgid($gid) or die "setgid: $!\n";
-            POSIX::setuid($uid) or die "setuid: $!\n";
-            die "still root\n" if $> == 0 || $< == 0;
-            push @out, 'ret=' . (eval { file_set_contents("$d/f", 'by nobody', { preserve => 1 }) } // 'undef');
-            push @out, "err=$@";
-            # the write itself clears set-id bits for a user without
-            # CAP_FSETID: the mode must be copied after it
-            push @out, 'suidret=' . (eval { file_set_contents("$d/suid", 'new', { preserve => 1 }) } // 'undef'),
-                       "suiderr=$@";
-            my $r = eval { file_set_contents("$d/ro/a/b", 'x', { mkdir => 1 }) };
-            push @out, 'mkret=' . ($r // 'undef'), "mkerr=$@", 'mkerrno=' . ($! + 0);
-            1;
-        };
-        push @out, "setup=$@" unless $ok;
-        print {$wr} join "\0", @out;
-        close $wr;
-        POSIX::_exit(0);
-    }
-    close $wr;
-    my %r = map { /^(\w+)=(.*)\z/s ? ($1, $2) : () } split /\0/, do { local $/; <$rd> } // '';
-    waitpid $pid, 0;
-    is($?, 0, 'child exited cleanly');
+        push @out, 'ret=' . (eval { file_set_contents("$d/f", 'by nobody', { preserve => 1 }) } // 'undef');
+        push @out, "err=$@";
+        # the write itself clears set-id bits for a user without
+        # CAP_FSETID: the mode must be copied after it
+        push @out, 'suidret=' . (eval { file_set_contents("$d/suid", 'new', { preserve => 1 }) } // 'undef'),
+                   "suiderr=$@";
+        my $r = eval { file_set_contents("$d/ro/a/b", 'x', { mkdir => 1 }) };
+        push @out, 'mkret=' . ($r // 'undef'), "mkerr=$@", 'mkerrno=' . ($! + 0);
+        return join "\0", @out;
+    }, $uid, $gid);
+    my %r = $out =~ /\Aok (.*)\z/s ? map { /^(\w+)=(.*)\z/s ? ($1, $2) : () } split /\0/, $1
+          : (setup => $out);
+    like($out, qr/\A(?:ok|died) /, 'child exited cleanly');
     is($r{setup}, undef, 'child became nobody');
     is($r{err}, '', 'preserve as nobody over a root-owned file succeeds');
     is($r{ret}, 1, 'returns 1');
@@ -570,7 +496,7 @@ subtest 'preserve as a non-root user: EPERM from fchown is ignored' => sub {
     is($r{suiderr}, '', 'preserve of a set-id file as its non-root owner succeeds');
     is(slurp("$d/suid"), 'new', '... content');
     is(sprintf('%04o', mode_of("$d/suid")), '6750', '... set-id bits kept (copied after the write)');
-    is($r{mkerr}, "unable to create parent directories of '$d/ro/a/b' - " . errstr(EACCES) . "\n",
+    is($r{mkerr}, "unable to create parent directories of '$d/ro/a/b' - " . errno_text(EACCES) . "\n",
        'mkdir as nobody in a root directory: croak text');
     is($r{mkerrno}, EACCES, 'mkdir: $! is EACCES');
     ok(!-e "$d/ro/a", 'mkdir: nothing created');
@@ -929,7 +855,7 @@ subtest 'noclobber wins over if_changed' => sub {
     my $ok = eval { file_set_contents("$d/f", 'same', { noclobber => 1, if_changed => 1 }); 1 };
     my ($err, $errno) = ($@, $! + 0);
     ok(!$ok, 'identical content still fails: the target exists');
-    is($err, "close (rename) atomic file '$d/f' failed: " . errstr(EEXIST) . "\n", 'EEXIST text');
+    is($err, "close (rename) atomic file '$d/f' failed: " . errno_text(EEXIST) . "\n", 'EEXIST text');
     is($errno, EEXIST, '$! is EEXIST');
     is(slurp("$d/f"), 'same', 'target untouched');
     no_temps('noclobber + if_changed', $d);

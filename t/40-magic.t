@@ -4,33 +4,11 @@ use warnings;
 use Test::More;
 use lib 't/lib';
 use FFTest qw(tempdir slurp spew temps_in warnings_of);
+use Counted;    # Counted (tie), Str and Num (overloaded)
 use FastFile;
-
-$SIG{__WARN__} = sub { fail("unexpected warning: $_[0]") };
 
 my $dir = tempdir();
 my $file = "$dir/target";
-
-{
-    package Counted;    # a tied scalar that counts FETCH
-    sub TIESCALAR { my ($c, $v) = @_; return bless { v => $v, n => 0 }, $c }
-    sub FETCH     { my $s = shift; $s->{n}++; die $s->{die} if $s->{die}; return $s->{v} }
-    sub STORE     { my $s = shift; $s->{stores}++; $s->{v} = shift }
-}
-{
-    package Str;        # overloaded "" and 0+, counting calls
-    use overload
-        '""' => sub { $_[0]{n}++; die $_[0]{die} if $_[0]{die}; $_[0]{s} },
-        '0+' => sub { $_[0]{num}++; $_[0]{s} },
-        fallback => 1;
-    sub new { my ($c, %a) = @_; return bless { n => 0, num => 0, %a }, $c }
-}
-{
-    package Num;        # a numeric object that is not a hash (a hash ref is the options form)
-    our ($n, $num) = (0, 0);
-    use overload '0+' => sub { $num++; ${ $_[0] } }, '""' => sub { $n++; ${ $_[0] } }, fallback => 1;
-    sub new { my ($c, $v) = @_; return bless \$v, $c }
-}
 
 # tied arguments: each FETCH exactly once
 {

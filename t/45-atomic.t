@@ -12,8 +12,6 @@ use lib 't/lib';
 use FFTest qw(tempdir slurp temps_in);
 use FastFile;
 
-$SIG{__WARN__} = sub { fail("unexpected warning: $_[0]") };
-
 my $dir = tempdir();
 my $target = "$dir/target";
 my $A = 'a' x (100 * 1024);

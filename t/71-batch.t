@@ -14,37 +14,13 @@ BEGIN { setlocale(LC_ALL, 'C') }
 use Test::More;
 use Errno qw(ENOENT EISDIR EINVAL EEXIST EACCES ENOSPC EIO);
 use lib 't/lib';
-use FFTest qw(tempdir slurp spew temps_in warnings_of have_strace strace_call errno_text);
+use FFTest qw(tempdir slurp spew temps_in warnings_of strace_why strace_call errno_text);
 use FastFS;
 use FastFile qw(:all);
 
-$SIG{__WARN__} = sub { fail("unexpected warning: $_[0]") };
-
 my $dir = tempdir();
 
-sub state_of {
-    my ($path) = @_;
-    return 'missing' unless -e $path || -l $path;
-    return 'dir' if -d $path;
-    my @st = lstat $path;
-    return "file:$st[1]:" . slurp($path);
-}
-
-# check_error($label, sub { ... }, text => qr// or '', errno => N, watch => [...], dir => $d)
-sub check_error {
-    my ($label, $code, %e) = @_;
-    my @watch = @{ $e{watch} || [] };
-    my %before = map { $_ => state_of($_) } @watch;
-    my $d = $e{dir} || $dir;
-    my $ok = eval { $code->(); 1 };
-    my ($err, $errno) = ($@, $! + 0);
-    ok(!$ok, "$label: croaks");
-    if (ref $e{text}) { like($err, $e{text}, "$label: message") }
-    else              { is($err, $e{text}, "$label: message") }
-    is($errno, $e{errno}, "$label: \$! is " . errno_text($e{errno})) if defined $e{errno};
-    is(state_of($_), $before{$_}, "$label: $_ untouched") for @watch;
-    is_deeply([ temps_in($d) ], [], "$label: no temp left");
-}
+sub check_error { FFTest::check_error($_[0], $_[1], dir => $dir, @_[2 .. $#_]) }
 
 # --- exports and arguments ---
 ok(!defined &main::file_set_contents_many || defined &FastFile::file_set_contents_many,
@@ -129,19 +105,6 @@ check_error('undefined file name', sub { file_set_contents_many(["$dir/x" => 1, 
     is($arr->[1], 'keep!', '... and can be changed');
 }
 
-# --- taint: a tainted name croaks as open would, before anything is written ---
-{
-    my @inc = map { "-I$_" } grep { m{blib} } @INC;
-    my $code = 'eval { file_set_contents_many([$ARGV[0] => 1]) }; print $@';
-    open my $ph, '-|', $^X, '-T', @inc, '-MFastFile=file_set_contents_many', '-e', $code, "$dir/tainted"
-        or die "fork: $!";
-    my $out = do { local $/; <$ph> } // '';
-    close $ph;
-    like($out, qr/^Insecure dependency in file_set_contents_many while running with -T switch/,
-         'a tainted file name croaks under -T') or diag $out;
-    ok(!-e "$dir/tainted", '... and nothing is written');
-}
-
 # --- checked before anything is renamed ---
 spew("$dir/t1", 'old1');
 spew("$dir/t2", 'old2');
@@ -202,7 +165,7 @@ check_error('noclobber and an existing target', sub { file_set_contents_many(["$
 
 # --- the syscalls, in order ---
 SKIP: {
-    my $why = have_strace();
+    my $why = strace_why();
     skip $why, 1 if $why;
     my @t = map { "$dir/sys$_" } 1 .. 3;
     mkdir "$dir/sub";
@@ -288,7 +251,7 @@ SKIP: {
 
 # --- signals: EINTR retried after the handlers; a handler that dies leaves nothing ---
 SKIP: {
-    my $why = have_strace();
+    my $why = strace_why();
     skip $why, 1 if $why;
     my @t = map { "$dir/sig$_" } 1 .. 3;
     spew($_, 'old') for @t;
@@ -321,7 +284,7 @@ SKIP: {
        'if_changed compares with $\ appended');
 }
 SKIP: {
-    my $why = have_strace();
+    my $why = strace_why();
     skip $why, 1 if $why;
     my @t = map { "$dir/pend$_" } 1 .. 3;
     spew($_, 'old') for @t;
@@ -337,7 +300,7 @@ SKIP: {
 # a handler that forks, and the child exits: its unwinding must not remove
 # the parent's temps (the parent then finishes the batch)
 SKIP: {
-    my $why = have_strace();
+    my $why = strace_why();
     skip $why, 1 if $why;
     my @t = map { "$dir/fork$_" } 1 .. 3;
     spew($_, 'old') for @t;

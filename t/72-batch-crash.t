@@ -1,5 +1,5 @@
 #!perl
-# Crash consistency, proven on fastfs's durability model (bench/fusefs): data
+# Crash consistency, proven on fastfs's durability model (t/fusefs): data
 # is volatile until an fsync of its file, directory entries until an fsync of
 # their directory, and "crash" keeps only what was durable. Each scenario is
 # run once per FUSE request it makes: "crashpoint N" copies the durable state
@@ -18,10 +18,9 @@ use strict;
 use warnings;
 use Test::More;
 use lib 't/lib';
+use FFTest;
 use FastFS;
 use FastFile qw(:all);
-
-$SIG{__WARN__} = sub { fail("unexpected warning: $_[0]") };
 
 my $why = FastFS::available();
 plan skip_all => "fastfs: $why" if $why;

@@ -4,7 +4,7 @@
 # FastFile::Writer when it is built) fails with the errnos production sees,
 # injected with strace -e inject=... in a child perl. strace is limited to
 # the paths under test (-P), so only the call under test is touched; the
-# child forges $$ so the temp name is known in advance (see t/lib/Fault.pm).
+# child forges $$ so the temp name is known in advance (see t/lib/FFTest.pm).
 #
 # Each case checks: the fault was really injected, the exact croak text (C
 # locale), $! as a number, no temp file left, the target byte-identical to
@@ -21,21 +21,21 @@ BEGIN { $ENV{LC_ALL} = 'C'; delete $ENV{LANGUAGE} }
 
 use Test::More;
 use lib 't/lib';
-use Fault qw(strace_why run_traced run_traced_many temps_in slurp spew errstr inc_args ref_bytes);
+use FFTest qw(strace_why strace_call strace_calls temps_in slurp spew errno_text run_perl);
+use Reference qw(ref_bytes);
 use Errno ();
 use File::Temp ();
 use POSIX ();
 
 use FastFile qw(:all);
-
-$SIG{__WARN__} = sub { fail("no unexpected warning"); diag("warning: @_") };
+use FastFile::Writer;
 
 POSIX::setlocale(POSIX::LC_ALL(), 'C');
 umask 022;
 
 my $ROOT = File::Temp::tempdir('ff80-XXXXXX', TMPDIR => 1, CLEANUP => 1);
 my $ONLY = $ENV{FASTFILE_FAULTS};
-my $PID  = $Fault::PID;
+my $PID  = $FFTest::PID;
 
 my $OLD = "old contents\n" x 3;
 my $NEW = "new contents, long enough to be written in pieces. " x 40;   # 2040 bytes
@@ -90,26 +90,23 @@ my %VARIANT = (
     },
 );
 
-# FastFile::Writer, when it is built: the same steps, spread over new,
+# FastFile::Writer: the same steps, spread over new,
 # print (a full buffer is written) and commit
-my $HAVE_WRITER = eval { require FastFile::Writer; FastFile::Writer->can('new') } ? 1 : 0;
-if ($HAVE_WRITER) {
-    $VARIANT{writer} = {
-        code => 'require FastFile::Writer; my $w = FastFile::Writer->new($T); $w->print($D); $w->commit',
-        writer => 1,
-    };
-    # a 512-byte buffer: the data goes out in four write(2) calls from print
-    $VARIANT{writer_stream} = {
-        code => 'require FastFile::Writer; my $w = FastFile::Writer->new($T, { buffer_size => 512, fsync => 1 });'
-              . ' $w->print(substr($D, 300 * $_, 300)) for 0 .. 6; $w->commit',
-        writer => 1, dir_in_paths => 1,
-    };
-    $VARIANT{writer_fh} = {
-        code => 'require FastFile::Writer; my $w = FastFile::Writer->new($T, { perm => 0600 }); my $fh = $w->fh;'
-              . ' print {$fh} $D; close $fh',
-        writer => 1, mode => 0600,
-    };
-}
+$VARIANT{writer} = {
+    code => 'require FastFile::Writer; my $w = FastFile::Writer->new($T); $w->print($D); $w->commit',
+    writer => 1,
+};
+# a 512-byte buffer: the data goes out in four write(2) calls from print
+$VARIANT{writer_stream} = {
+    code => 'require FastFile::Writer; my $w = FastFile::Writer->new($T, { buffer_size => 512, fsync => 1 });'
+          . ' $w->print(substr($D, 300 * $_, 300)) for 0 .. 6; $w->commit',
+    writer => 1, dir_in_paths => 1,
+};
+$VARIANT{writer_fh} = {
+    code => 'require FastFile::Writer; my $w = FastFile::Writer->new($T, { perm => 0600 }); my $fh = $w->fh;'
+          . ' print {$fh} $D; close $fh',
+    writer => 1, mode => 0600,
+};
 
 # the errnos each step sees in production; the variants other than the
 # default get two of each (the code after the syscall is shared), all of them
@@ -192,16 +189,14 @@ for my $e (qw(EIO)) {
 }
 fsc_case('fsync', name => 'fsync directory EINVAL (ignored)',
          inject => ['fsync:error=EINVAL:when=1'], success => 1);
-if ($HAVE_WRITER) {
-    for my $w (2, 3, 4) {    # a buffer written by print, not by commit
-        fsc_case('writer_stream', name => "write number $w EIO", step => 'write',
-                 inject => ["write:error=EIO:when=$w"], errno => 'EIO');
-    }
-    fsc_case('writer_stream', name => 'fdatasync EIO', step => 'sync',
-             inject => ['fdatasync:error=EIO:when=1'], errno => 'EIO');
-    fsc_case('writer_stream', name => 'fsync directory EIO', step => 'sync_dir',
-             inject => ['fsync:error=EIO:when=1'], errno => 'EIO', after => 'new');
+for my $w (2, 3, 4) {    # a buffer written by print, not by commit
+    fsc_case('writer_stream', name => "write number $w EIO", step => 'write',
+             inject => ["write:error=EIO:when=$w"], errno => 'EIO');
 }
+fsc_case('writer_stream', name => 'fdatasync EIO', step => 'sync',
+         inject => ['fdatasync:error=EIO:when=1'], errno => 'EIO');
+fsc_case('writer_stream', name => 'fsync directory EIO', step => 'sync_dir',
+         inject => ['fsync:error=EIO:when=1'], errno => 'EIO', after => 'new');
 
 for my $e (qw(EACCES EIO ENOMEM)) {
     fsc_case('preserve', name => "lstat $e", inject => ["newfstatat:error=$e:when=1"],
@@ -308,7 +303,7 @@ SKIP: {
         push @specs, $spec;
         push @ctx, $ctx;
     }
-    my $results = run_traced_many(\@specs, dir => $ROOT);
+    my $results = strace_calls(\@specs);
     for my $i (0 .. $#cases) {
         my $c = $cases[$i];
         subtest $c->{name} => sub {
@@ -322,7 +317,7 @@ SKIP: {
 
 sub croak_text {
     my ($step, $tmp, $target, $errno) = @_;
-    my $s = errstr($errno);
+    my $s = errno_text($errno);
     $tmp //= '';
     my %t = (
         open      => "unable to open file '$tmp' - $s\n",
@@ -382,7 +377,7 @@ sub prepare_fsc {
         code => $v->{code}, target => $target, data => $data,
         paths => \@paths,
         inject => [ @{ $v->{base_inject} || [] }, @{ $c->{inject} } ],
-        log => "$dir.strace",
+        pid => $PID, trace => 'injected', log => "$dir.strace",
     };
     return ($spec, { v => $v, new => $new, old => $old, tdir => $tdir, real => $real,
                      target => $target, tmp => $tmp });
@@ -437,7 +432,7 @@ sub prepare_reader {
     spew($target, $CONTENT);
     my $code = $c->{kind} eq 'get' ? 'file_get_contents($T)' : 'file_read_firstline($T)';
     return ({ code => $code, target => $target, paths => [$target],
-              inject => $c->{inject}, log => "$dir.strace" },
+              inject => $c->{inject}, pid => $PID, trace => 'injected', log => "$dir.strace" },
             { dir => $dir, target => $target });
 }
 
@@ -480,7 +475,7 @@ SKIP: {
     );
     push @coll, ['FastFile::Writer write EIO',
                  'require FastFile::Writer; my $w = FastFile::Writer->new($T); $w->print($D); $w->commit',
-                 'write:error=EIO:when=1', 'write', 'EIO', []] if $HAVE_WRITER;
+                 'write:error=EIO:when=1', 'write', 'EIO', []];
     my $k = 0;
     for my $c (@coll) {
         my ($name, $code, $inject, $step, $ename, $scope) = @$c;
@@ -489,7 +484,7 @@ SKIP: {
         my $target = "$dir/file";
         spew($target, $OLD);
         spew("$target.tmp.$PID", "someone else's\n", 0600);
-        my $r = run_traced(code => $code, target => $target, data => $NEW,
+        my $r = strace_call($code, target => $target, data => $NEW, pid => $PID, trace => 'injected',
                            paths => [ map { $target } @$scope ], inject => [$inject],
                            strace => ['-y'], log => "$dir.strace");
         my $errno = E($ename);
@@ -522,16 +517,10 @@ SKIP: {
     my $code = q{$SIG{XFSZ} = 'IGNORE'; require FastFile; }
              . q{my $ok = eval { FastFile::file_set_contents($ARGV[0], 'z' x 300_000); 1 }; }
              . q{printf "%d\t%d\t%s", $ok ? 1 : 0, $! + 0, $@;};
-    my @cmd = ('/bin/sh', '-c', 'ulimit -f 64 && exec "$@"', 'sh', $^X, inc_args(),
-               '-e', $code, "$dir/file");
-    my $out = do {
-        my $pid = open(my $ph, '-|') // die "fork: $!";
-        if (!$pid) { exec { $cmd[0] } @cmd or POSIX::_exit(127) }
-        local $/; my $o = <$ph>; close $ph; $o;
-    };
+    my (undef, $out) = run_perl($code, args => ["$dir/file"], ulimit_f => 64);
     my ($ok, $errno, $err) = split /\t/, $out // '', 3;
     is $ok, 0, 'RLIMIT_FSIZE: the call croaks';
-    like $err // '', qr/\Aunable to write '\Q$dir\E\/file\.tmp\.\d+' - \Q${\ errstr(E('EFBIG'))}\E\n\z/,
+    like $err // '', qr/\Aunable to write '\Q$dir\E\/file\.tmp\.\d+' - \Q${\ errno_text(E('EFBIG'))}\E\n\z/,
         'RLIMIT_FSIZE: croak text names the temp and EFBIG';
     is $errno, E('EFBIG'), 'RLIMIT_FSIZE: $! is EFBIG';
     ok slurp("$dir/file") eq $OLD, 'RLIMIT_FSIZE: target intact';

@@ -14,20 +14,18 @@ BEGIN { $ENV{LC_ALL} = 'C'; delete $ENV{LANGUAGE} }
 
 use Test::More;
 use lib 't/lib';
-use Fault qw(strace_why run_traced_many temps_in slurp spew errstr);
+use FFTest qw(strace_why strace_calls temps_in slurp spew errno_text);
 use File::Temp ();
 use POSIX ();
 use Time::HiRes qw(time);
 
 use FastFile qw(:all);
-
-$SIG{__WARN__} = sub { fail("no unexpected warning"); diag("warning: @_") };
+use FastFile::Writer;
 
 my $ROOT = File::Temp::tempdir('ff82-XXXXXX', TMPDIR => 1, CLEANUP => 1);
-my $PID  = $Fault::PID;
+my $PID  = $FFTest::PID;
 my $OLD  = "old\n" x 10;
 my $NEW  = "new contents " x 500;
-my $HAVE_WRITER = eval { require FastFile::Writer; FastFile::Writer->can('new') } ? 1 : 0;
 
 my $DIES = q{local $SIG{ALRM} = sub { die "timeout\n" }; };
 my $COUNTS = q{our $n = 0; local $SIG{ALRM} = sub { $n++ }; };
@@ -74,19 +72,17 @@ my @cases = (
        . ' die "fd leaked: $before -> " . $fds->() . "\n" if $fds->() != $before; die $e',
      ['read:error=EINTR:signal=ALRM:when=1'], 'timeout', undef, 'reader'],
 );
-if ($HAVE_WRITER) {
-    push @cases,
-      ['FastFile::Writer: commit write EINTR + SIGALRM, handler dies',
-       $DIES . 'require FastFile::Writer; my $w = FastFile::Writer->new($T); $w->print($D); $w->commit',
-       ['write:error=EINTR:signal=ALRM:when=1'], 'timeout'],
-      ['FastFile::Writer: print (buffer full) EINTR + SIGALRM, handler dies',
-       $DIES . 'require FastFile::Writer; my $w = FastFile::Writer->new($T, { buffer_size => 1000 });'
-         . ' $w->print($D); $w->commit',
-       ['write:error=EINTR:signal=ALRM:when=1'], 'timeout'],
-      ['FastFile::Writer: EINTR, handler returns',
-       $COUNTS . 'require FastFile::Writer; my $w = FastFile::Writer->new($T); $w->print($D); $w->commit && $n',
-       ['write:error=EINTR:signal=ALRM:when=1'], 'ok'];
-}
+push @cases,
+  ['FastFile::Writer: commit write EINTR + SIGALRM, handler dies',
+   $DIES . 'require FastFile::Writer; my $w = FastFile::Writer->new($T); $w->print($D); $w->commit',
+   ['write:error=EINTR:signal=ALRM:when=1'], 'timeout'],
+  ['FastFile::Writer: print (buffer full) EINTR + SIGALRM, handler dies',
+   $DIES . 'require FastFile::Writer; my $w = FastFile::Writer->new($T, { buffer_size => 1000 });'
+     . ' $w->print($D); $w->commit',
+   ['write:error=EINTR:signal=ALRM:when=1'], 'timeout'],
+  ['FastFile::Writer: EINTR, handler returns',
+   $COUNTS . 'require FastFile::Writer; my $w = FastFile::Writer->new($T); $w->print($D); $w->commit && $n',
+   ['write:error=EINTR:signal=ALRM:when=1'], 'ok'];
 
 SKIP: {
     my $why = strace_why();
@@ -100,9 +96,9 @@ SKIP: {
         push @dirs, $dir;
         push @specs, { code => $c->[1], target => "$dir/file", data => $NEW,
                        paths => ["$dir/file", "$dir/file.tmp.$PID"], inject => $c->[2],
-                       log => "$dir.strace" };
+                       pid => $PID, trace => 'injected', log => "$dir.strace" };
     }
-    my $res = run_traced_many(\@specs, dir => $ROOT);
+    my $res = strace_calls(\@specs);
     for my $i (0 .. $#cases) {
         my ($name, undef, undef, $expect, $count, $reader) = @{ $cases[$i] };
         my ($r, $dir) = ($res->[$i], $dirs[$i]);
@@ -175,13 +171,11 @@ SKIP: {
     # the 4th, the kernel reports the 3 done (a short write), and the pending
     # handler must run then, not after the 9 others
     $blocked->('write spanning requests', 'y' x 50_000, 300, \&file_set_contents);
-    if ($HAVE_WRITER) {
-        $blocked->('FastFile::Writer commit', 'z' x 1000, 3000, sub {
-            my $w = FastFile::Writer->new($_[0]);
-            $w->print($_[1]);
-            $w->commit;
-        });
-    }
+    $blocked->('FastFile::Writer commit', 'z' x 1000, 3000, sub {
+        my $w = FastFile::Writer->new($_[0]);
+        $w->print($_[1]);
+        $w->commit;
+    });
     my $c = $fs->counters;
     note "fastfs: $c->{interrupted} interrupted requests, $c->{write_requests} writes";
     $fs->unmount;
@@ -268,7 +262,6 @@ my @BIG_CALLS = (
         my $dir = "$base/big-$fsname";
         mkdir $dir or die "mkdir $dir: $!";
         for my $c (@BIG_CALLS) {
-            next if $c->[0] =~ /Writer/ && !$HAVE_WRITER;
             my %seen;
             $seen{ alarm_run("$fsname, $c->[0]", $dir, $_, $c->[1], $absent) }++ for @WHEN_MS;
             note("$fsname, $c->[0]: " . join(', ', map { "$_ $seen{$_}" } sort keys %seen));

@@ -7,7 +7,7 @@
 # or the old content and no temp file, and no fd behind.
 #
 # Part 1 runs in this process (warning handlers, overloading, tie); part 2
-# in traced child perls (see t/lib/Fault.pm), each counting its fds in
+# in traced child perls (see t/lib/FFTest.pm), each counting its fds in
 # /proc/self/fd before and after the call.
 use strict;
 use warnings;
@@ -16,18 +16,16 @@ BEGIN { $ENV{LC_ALL} = 'C'; delete $ENV{LANGUAGE} }
 
 use Test::More;
 use lib 't/lib';
-use Fault qw(strace_why run_traced_many temps_in slurp spew errstr);
+use FFTest qw(strace_why strace_calls temps_in slurp spew errno_text);
 use Errno ();
 use File::Temp ();
 use POSIX ();
 
 use FastFile qw(:all);
 
-$SIG{__WARN__} = sub { fail("no unexpected warning"); diag("warning: @_") };
-
 umask 022;
 my $ROOT = File::Temp::tempdir('ff83-XXXXXX', TMPDIR => 1, CLEANUP => 1);
-my $PID  = $Fault::PID;
+my $PID  = $FFTest::PID;
 my $OLD  = "old contents\n";
 my $SEQ  = 0;
 
@@ -161,7 +159,7 @@ for my $api (qw(file_set_contents print write)) {
         my $err = $@;
         ok(!$ok, "NUL path, $name: fails");
         is($errno, Errno::ENOENT(), "NUL path, $name: \$! is ENOENT after a handler set EACCES");
-        like($err, qr/\Q${\ errstr(Errno::ENOENT()) }\E\n\z|^undef\n\z/,
+        like($err, qr/\Q${\ errno_text(Errno::ENOENT()) }\E\n\z|^undef\n\z/,
              "NUL path, $name: the message says ENOENT") or diag($err);
     }
     is_deeply([ temps_in($d) ], [], 'NUL path: nothing created');
@@ -174,7 +172,7 @@ for my $api (qw(file_set_contents print write)) {
     my $ok = eval { file_set_contents("$d/L", 'new', { mkdir => 1, follow_symlinks => 1 }); 1 };
     my $err = $@;
     ok(!$ok, 'link to x/ with mkdir: fails');
-    like($err, qr/^unable to open file '\Q$d\E\/x\/\.tmp\.\d+' - \Q${\ errstr(Errno::ENOENT()) }\E\n\z/,
+    like($err, qr/^unable to open file '\Q$d\E\/x\/\.tmp\.\d+' - \Q${\ errno_text(Errno::ENOENT()) }\E\n\z/,
          'link to x/ with mkdir: the error of the same call without mkdir');
     ok(!-e "$d/x", 'link to x/ with mkdir: no directory x made');
     is(readlink("$d/L"), 'x/', 'link to x/ with mkdir: the link is kept');
@@ -369,11 +367,11 @@ SKIP: {
         my %s = %{ $c->[1] };
         $s{code} = $FDS . $s{code};
         $s{paths} = [ map { my $x = $_; $x =~ s/%TMP/$t.tmp.$PID/; $x =~ s/%DIR/$d/; $x =~ s/%T/$t/; $x } @{ $s{paths} } ];
-        push @specs, { %s, target => $t, log => "$d.log" };
+        push @specs, { %s, target => $t, pid => $PID, trace => 'injected', log => "$d.log" };
         $#$c = 4;
         push @$c, $d, $t;
     }
-    my $res = run_traced_many(\@specs, jobs => 2, dir => fresh_dir());
+    my $res = strace_calls(\@specs, jobs => 2);
 
     for my $i (0 .. $#cases) {
         my ($name, $spec, $expect, $new, $extra, $d, $t) = @{ $cases[$i] };
@@ -416,7 +414,7 @@ SKIP: {
                     is($how, 'ok', 'memory did not grow by leaked buffers') or diag($err);
                 }
             } elsif ($expect eq 'noclobber') {
-                is($err, "close (rename) atomic file '$t' failed: " . errstr(Errno::EIO()), 'the unlink failure is reported');
+                is($err, "close (rename) atomic file '$t' failed: " . errno_text(Errno::EIO()), 'the unlink failure is reported');
                 ok(!-e $t, 'no target: the link was undone');
                 is_deeply([ temps_in($d) ], [], 'no temp file left');
             } elsif ($expect eq 'generic') {

@@ -9,19 +9,17 @@ use warnings;
 
 use Test::More;
 use lib 't/lib';
-use Fault qw(temps_in slurp);
+use FFTest qw(temps_in slurp);
 use File::Temp ();
 use POSIX ();
 use Time::HiRes qw(time);
 
 use FastFile qw(:all);
-
-$SIG{__WARN__} = sub { fail("no unexpected warning"); diag("warning: @_") };
+use FastFile::Writer;
 
 my $WRITERS = $ENV{FASTFILE_CONC_WRITERS} || 8;
 my $ROUNDS  = $ENV{FASTFILE_CONC_ROUNDS}  || 500;
 my $READERS = 2;
-my $HAVE_WRITER = eval { require FastFile::Writer; FastFile::Writer->can('new') } ? 1 : 0;
 
 my $dir = File::Temp::tempdir('ff85-XXXXXX', TMPDIR => 1, CLEANUP => 1);
 my $target = "$dir/shared.conf";
@@ -65,9 +63,9 @@ for my $id (1 .. $WRITERS) {
     if (!$pid) {
         my $err = '';
         for my $seq (1 .. $ROUNDS) {
-            # writer 8 uses FastFile::Writer (when built) for its even rounds
+            # writer 8 uses FastFile::Writer for its even rounds
             my $ok = eval {
-                if ($HAVE_WRITER && $id == $WRITERS && $seq % 2 == 0) {
+                if ($id == $WRITERS && $seq % 2 == 0) {
                     my $w = FastFile::Writer->new($target, { buffer_size => 4096 });
                     $w->print(content($id, $seq));
                     $w->commit;
@@ -149,8 +147,7 @@ is sprintf('%04o', (stat $target)[2] & 07777), sprintf('%04o', 0644 & ~umask), '
 # a FastFile::Writer shared with a forked child: the child's exit (global
 # destruction runs DESTROY) must not remove the parent's temp, and the child
 # cannot commit the parent's replacement
-SKIP: {
-    skip 'FastFile::Writer not built', 4 unless $HAVE_WRITER;
+{
     my $t = "$dir/forked";
     file_set_contents($t, "before\n");
     my $w = FastFile::Writer->new($t);

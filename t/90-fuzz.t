@@ -6,8 +6,8 @@
 #    non-characters, code points above Unicode; upgraded or downgraded; plain,
 #    tied, overloaded, numbers or $1 (get-magic) -- written with force_utf8
 #    0/1 (positional or the utf8 option): the file's bytes must equal the
-#    reference's (RefWriter::ref_bytes, and Fault::ref_bytes built on
-#    print/Encode), "Wide character" warned exactly when the reference warns,
+#    reference's (Reference::ref_bytes: print into memory, or utf8::encode
+#    with force_utf8), "Wide character" warned exactly when the reference warns,
 #    FETCH/stringification run once, the caller's scalar left as it was.
 # 2. Random option combinations (perm, umask, mkdir, if_changed, preserve,
 #    fsync, utf8) checked against their documented effects: content, mode,
@@ -17,15 +17,15 @@ use warnings;
 
 use Test::More;
 use lib 't/lib';
-use Fault qw(temps_in slurp spew errstr);
+use FFTest qw(temps_in slurp spew errno_text);
+use Reference qw(ref_bytes);
+use Counted;    # Counted (tie), Str (overloaded)
 use Errno ();
 use File::Spec ();
 use File::Temp ();
 use Time::HiRes qw(time);
 
 use FastFile qw(:all);
-
-$SIG{__WARN__} = sub { fail("no unexpected warning"); diag("warning: @_") };
 
 BEGIN { $ENV{LC_ALL} = 'C'; delete $ENV{LANGUAGE} }
 
@@ -37,10 +37,6 @@ note "fuzz seed: $SEED (FASTFILE_FUZZ_SEED=$SEED to replay)";
 my $STRINGS = $ENV{FASTFILE_FUZZ_CASES} || 10_000;
 my $COMBOS  = $ENV{FASTFILE_FUZZ_COMBOS} || 600;
 
-my $REF = eval { require RefWriter; \&RefWriter::ref_bytes };
-my $OWN = \&Fault::ref_bytes;
-note $REF ? 'oracles: RefWriter::ref_bytes and Fault::ref_bytes'
-          : "oracle: Fault::ref_bytes (RefWriter: $@)";
 
 # the bytes do not depend on the filesystem: tmpfs when there is one, so
 # 10,000 renames do not wait for a disk's journal
@@ -94,18 +90,6 @@ sub rand_string {
     return $s;
 }
 
-{
-    package Fuzz::Tie;
-    sub TIESCALAR { my ($c, $v) = @_; return bless { v => $v, n => 0 }, $c }
-    sub FETCH { $_[0]{n}++; return $_[0]{v} }
-    sub STORE { die "STORE on a fuzz tie\n" }
-}
-{
-    package Fuzz::Str;
-    use overload '""' => sub { $_[0]{n}++; $_[0]{v} }, fallback => 1;
-    sub new { bless { v => $_[1], n => 0 }, $_[0] }
-}
-
 sub hexs { my $s = shift; $s = substr($s, 0, 40); utf8::encode($s) if utf8::is_utf8($s); unpack 'H*', $s }
 
 # ------------------------------------------------------- 1. the bytes
@@ -123,10 +107,10 @@ for my $i (1 .. $STRINGS) {
         $arg = $plain;
     } elsif ($how < 0.80) {
         $label = 'tied';
-        $tie = tie $arg, 'Fuzz::Tie', $plain;
+        $tie = tie $arg, 'Counted', $plain;
     } elsif ($how < 0.88) {
         $label = 'overloaded';
-        $obj = Fuzz::Str->new($plain);
+        $obj = Str->new(s => $plain);
         $arg = $obj;
     } elsif ($how < 0.94) {
         $label = '$1';
@@ -160,16 +144,14 @@ for my $i (1 .. $STRINGS) {
     my @why;
     push @why, "died: $@" unless $ok;
     my $got = slurp($file);
-    my $want = $OWN->($plain, $force);
-    push @why, 'bytes differ from Fault::ref_bytes' unless defined $got && $got eq $want;
-    push @why, 'bytes differ from RefWriter::ref_bytes'
-        if $REF && !(defined $got && $got eq $REF->($plain, $force));
+    push @why, 'bytes differ from ref_bytes' unless defined $got && $got eq ref_bytes($plain, $force);
     my $wide = !$force && utf8::is_utf8($plain) && $plain =~ /[^\x00-\xff]/;
     my @wide = grep { /^Wide character in file_set_contents at / } @warn;
     push @why, 'Wide character warning ' . ($wide ? 'missing' : 'unexpected') if !!@wide != !!$wide;
     push @why, 'more than one warning' if @wide > 1;
     push @why, "other warnings: @warn" if @warn > @wide;
     push @why, "FETCH ran $tie->{n} times" if $tie && $tie->{n} != 1;
+    push @why, 'STORE on the tied argument' if $tie && $tie->{stores};
     push @why, "stringified $obj->{n} times" if defined $obj && $obj->{n} != 1;
     push @why, 'the caller\'s string changed'
         if $plain ne $copy || (utf8::is_utf8($plain) ? 1 : 0) != $was_utf8;
@@ -206,7 +188,7 @@ for my $i (1 .. $COMBOS) {
     my $old_exists = $dir_exists && rand() < 0.7;
     my $old_mode = (0600, 0640, 0644, 0604, 0660, 0755)[int rand 6];
     my $data = rand_string();
-    my $bytes = Fault::ref_bytes($data, $o{utf8});
+    my $bytes = ref_bytes($data, $o{utf8});
     my $same = $old_exists && rand() < 0.4;
     my $target = $dir_exists ? "$sub/f" : "$sub/new/f";
     mkdir $sub or die "mkdir $sub: $!";
@@ -231,7 +213,7 @@ for my $i (1 .. $COMBOS) {
     my $perm = defined $o{perm} ? $o{perm} : 0644;
     if (!$dir_exists && !$o{mkdir}) {
         my $tmp = "$target.tmp.$$";
-        my $text = "unable to open file '$tmp' - " . errstr(Errno::ENOENT()) . "\n";
+        my $text = "unable to open file '$tmp' - " . errno_text(Errno::ENOENT()) . "\n";
         push @why, "expected croak '$text', got " . ($err ? "'$err'" : 'success') if $err ne $text;
         push @why, "\$! $errno, not ENOENT" if $errno != Errno::ENOENT();
         push @why, 'target created' if -e $target;

@@ -7,7 +7,6 @@
 # - In a sticky world-writable directory (01777) the files of another user
 #   (uid 65534, made by a forked child after setuid) are never touched, even
 #   one sitting at our temp name; a non-root writer cannot replace them.
-# - A tainted file name croaks under -T (a small perl -T child).
 use strict;
 use warnings;
 
@@ -15,48 +14,19 @@ BEGIN { $ENV{LC_ALL} = 'C'; delete $ENV{LANGUAGE} }
 
 use Test::More;
 use lib 't/lib';
-use Fault qw(temps_in slurp spew errstr inc_args);
+use FFTest qw(temps_in slurp spew errno_text run_perl in_child);
 use Errno ();
 use File::Temp ();
 use POSIX ();
 
 use FastFile qw(:all);
+use FastFile::Writer;
 
-$SIG{__WARN__} = sub { fail("no unexpected warning"); diag("warning: @_") };
-
-my $HAVE_WRITER = eval { require FastFile::Writer; FastFile::Writer->can('new') } ? 1 : 0;
 my $ROOT = File::Temp::tempdir('ff95-XXXXXX', TMPDIR => 1, CLEANUP => 1);
 chmod 0755, $ROOT or die "chmod $ROOT: $!";    # other users must get through it
 umask 022;
 
 sub inode { my @s = lstat $_[0]; return @s ? "$s[0]:$s[1]" : 'none' }
-
-# Runs $code in a forked child (as $uid/$gid when given); returns its exit
-# status and what it printed.
-sub in_child {
-    my ($code, $uid, $gid) = @_;
-    pipe my $r, my $w or die "pipe: $!";
-    my $pid = fork // die "fork: $!";
-    if (!$pid) {
-        close $r;
-        my $out = eval {
-            if (defined $uid) {
-                $) = "$gid $gid";    # drops root's supplementary groups too
-                POSIX::setgid($gid) or die "setgid: $!\n";
-                POSIX::setuid($uid) or die "setuid: $!\n";
-                die "still privileged\n" if $< != $uid || $> != $uid || $( != $gid;
-            }
-            $code->();
-        };
-        print {$w} defined $out ? "ok $out" : "died $@";
-        close $w;
-        POSIX::_exit(0);
-    }
-    close $w;
-    my $out = do { local $/; <$r> } // '';
-    waitpid $pid, 0;
-    return $out;
-}
 
 # ------------------------------------------- a symlink at the temp name
 
@@ -94,16 +64,14 @@ sub in_child {
     ok -p "$d/target.tmp.$$", 'the fifo is still there';
     unlink "$d/target.tmp.$$";
 
-    if ($HAVE_WRITER) {
-        symlink "$d/victim", "$d/target.tmp.$$" or die;
-        my $w = FastFile::Writer->new("$d/target");
-        $w->print("from the writer\n");
-        ok $w->commit, 'FastFile::Writer with a symlink at the temp name: commits';
-        is slurp("$d/target"), "from the writer\n", 'FastFile::Writer: target replaced';
-        is slurp("$d/victim"), "victim's data\n", 'FastFile::Writer: symlink target untouched';
-        ok -l "$d/target.tmp.$$", 'FastFile::Writer: the symlink is not removed';
-        unlink "$d/target.tmp.$$";
-    }
+    symlink "$d/victim", "$d/target.tmp.$$" or die;
+    my $w = FastFile::Writer->new("$d/target");
+    $w->print("from the writer\n");
+    ok $w->commit, 'FastFile::Writer with a symlink at the temp name: commits';
+    is slurp("$d/target"), "from the writer\n", 'FastFile::Writer: target replaced';
+    is slurp("$d/victim"), "victim's data\n", 'FastFile::Writer: symlink target untouched';
+    ok -l "$d/target.tmp.$$", 'FastFile::Writer: the symlink is not removed';
+    unlink "$d/target.tmp.$$";
     is_deeply [ temps_in($d) ], [], 'no temp file left';
 
     # when the write then fails (RLIMIT_FSIZE: EFBIG), the cleanup must remove
@@ -118,11 +86,7 @@ sub in_child {
             my $ok = eval { FastFile::file_set_contents("$d/target", 'x' x 300_000); 1 };
             print join "|", $ok ? 1 : 0, $! + 0, $$, $@;
         };
-        my @cmd = ('/bin/sh', '-c', 'ulimit -f 64 && exec "$@"', 'sh', $^X, inc_args(), '-e', $code, $d);
-        my $pid = open(my $ph, '-|') // die "fork: $!";
-        if (!$pid) { exec { $cmd[0] } @cmd or POSIX::_exit(127) }
-        my $res = do { local $/; <$ph> } // '';
-        close $ph;
+        my (undef, $res) = run_perl($code, args => [$d], ulimit_f => 64);
         my ($ok, $errno, $cpid, $err) = split /\|/, $res, 4;
         is $errno, Errno::EFBIG(), 'failed write with a symlink at the temp name: EFBIG'
             or diag $res;
@@ -132,8 +96,7 @@ sub in_child {
         is slurp("$d/victim"), "victim's data\n", 'its target is untouched';
         unlink "$d/target.tmp.$cpid";
     }
-    is slurp("$d/target"), "from the writer\n", 'the target kept its content'
-        if $HAVE_WRITER;
+    is slurp("$d/target"), "from the writer\n", 'the target kept its content';
     is_deeply [ temps_in($d) ], [], 'no temp file left';
 }
 
@@ -164,11 +127,9 @@ SKIP: {
     ok file_set_contents("$d/ours2", "ours2\n"), 'and another, with their symlink at its temp name';
     is slurp("$d/ours"), "ours\n", 'our content';
     is((stat "$d/ours")[4], 0, 'owned by us');
-    if ($HAVE_WRITER) {
-        my $w = FastFile::Writer->new("$d/ours");
-        $w->print("ours again\n");
-        ok $w->commit, 'FastFile::Writer next to them';
-    }
+    my $w = FastFile::Writer->new("$d/ours");
+    $w->print("ours again\n");
+    ok $w->commit, 'FastFile::Writer next to them';
     for my $f (sort keys %before) {
         my @now = (inode("$d/$f"), slurp("$d/$f"), (lstat "$d/$f")[4, 2]);
         is_deeply \@now, $before{$f}, "their '$f' is untouched (inode, content, owner, mode)";
@@ -185,7 +146,7 @@ SKIP: {
     my ($ok, $errno, $err, $ok2, $wpid) = $out =~ /\Aok (.*)\z/s ? split(/\|/, $1, 5) : ();
     is $ok, 0, 'uid 65533 cannot replace their file' or diag $out;
     is $errno, Errno::EPERM(), 'EPERM';
-    is $err, "close (rename) atomic file '$d/theirs' failed: " . errstr(Errno::EPERM()) . "\n",
+    is $err, "close (rename) atomic file '$d/theirs' failed: " . errno_text(Errno::EPERM()) . "\n",
         'croak text';
     is $ok2, 1, 'uid 65533 can write its own file there';
     is((stat "$d/mine")[4], $writer_uid, 'owned by uid 65533');
@@ -195,53 +156,6 @@ SKIP: {
     }
     my @left = grep { !$before{$_} } temps_in($d);
     is_deeply \@left, [], 'no temp file of ours left';
-}
-
-# ------------------------------------------------------------------ taint
-
-SKIP: {
-    my $d = "$ROOT/taint";
-    mkdir $d or die;
-    my $code = q{
-        use strict; use warnings;
-        use FastFile qw(:all);
-        use Scalar::Util qw(tainted);
-        my $name = $ARGV[0];                 # tainted: it came from outside
-        my @out;
-        push @out, tainted($name) ? 'tainted' : 'clean';
-        push @out, eval { file_set_contents($name, "x\n"); 'wrote' } // "died: $@";
-        push @out, -e $name ? 'exists' : 'absent';
-        my ($ok) = $name =~ /\A(.*)\z/s;     # untainted
-        push @out, eval { file_set_contents($ok, "y\n"); 'wrote' } // "died: $@";
-        my $c = file_get_contents($ok);
-        push @out, tainted($c) ? 'content tainted' : 'content clean';
-        my $l = file_read_firstline($ok);
-        push @out, tainted($l) ? 'line tainted' : 'line clean';
-        if (eval { require FastFile::Writer; FastFile::Writer->can('new') }) {
-            push @out, eval { FastFile::Writer->new($name); 'writer made' } // "writer died: $@";
-        }
-        s/\n\z// for @out;
-        print join "\0", @out;
-    };
-    my $pid = open(my $ph, '-|') // die "fork: $!";
-    if (!$pid) {
-        open STDERR, '>&', \*STDOUT;
-        exec { $^X } $^X, '-T', inc_args(), '-e', $code, "$d/file" or POSIX::_exit(127);
-    }
-    my @out = split /\0/, do { local $/; <$ph> } // '';
-    close $ph;
-    is $out[0], 'tainted', '-T: the argument is tainted' or diag join "\n", @out;
-    like $out[1], qr/^died: Insecure dependency in file_set_contents while running with -T switch at /,
-        '-T: a tainted file name croaks like open';
-    is $out[2], 'absent', '-T: nothing was written';
-    is $out[3], 'wrote', '-T: an untainted name works';
-    is $out[4], 'content tainted', '-T: file_get_contents returns tainted data';
-    is $out[5], 'line tainted', '-T: file_read_firstline returns tainted data';
-    if (@out > 6) {
-        like $out[6], qr/^writer died: Insecure dependency in FastFile::Writer->new while running with -T switch at /,
-            '-T: FastFile::Writer->new with a tainted name croaks';
-    }
-    is_deeply [ temps_in($d) ], [], '-T: no temp file left';
 }
 
 done_testing;

@@ -17,13 +17,14 @@ BEGIN { if (-d "blib/arch" && !grep { m{blib/arch} } @INC) { require blib; blib-
 
 use Test::More;
 use lib 't/lib';
-use Fault qw(temps_in);
+use FFTest qw(temps_in);
 use File::Spec ();
 use File::Temp ();
 use POSIX ();
 use Time::HiRes qw(time sleep);
 
 use FastFile qw(:all);
+use FastFile::Writer;
 
 my $SEED = $ENV{FASTFILE_CRASH_SEED};
 $SEED = (time * 1000 ^ $$) % 2**31 unless defined $SEED && $SEED =~ /^\d+\z/;
@@ -32,7 +33,6 @@ diag "crash seed: $SEED (FASTFILE_CRASH_SEED=$SEED to replay)";
 
 my $ROUNDS = $ENV{FASTFILE_CRASH_ROUNDS} || 1000;
 my $SIZE = 4 * 1024 * 1024;
-my $HAVE_WRITER = eval { require FastFile::Writer; FastFile::Writer->can('new') } ? 1 : 0;
 
 my $dir = File::Temp::tempdir('ffcrash-XXXXXX',
     DIR => $ENV{FASTFILE_CRASH_DIR} || File::Spec->tmpdir, CLEANUP => 1);
@@ -65,7 +65,7 @@ push @HOW, ['FastFile::Writer 1 MiB buffer', sub {
     my $w = FastFile::Writer->new($target, { perm => 0644 });
     $w->print($_[0]);
     $w->commit;
-}] if $HAVE_WRITER;
+}];
 
 sub writer_child {
     my ($content, $how) = @_;

@@ -3,10 +3,8 @@
 use strict;
 use warnings;
 use Test::More;
-
-BEGIN { $SIG{__WARN__} = sub { fail("unexpected warning: $_[0]") } }
-
-sub slurp { open my $fh, '<', $_[0] or die "$_[0]: $!\n"; local $/; return scalar <$fh> }
+use lib 't/lib';
+use FFTest qw(slurp);
 
 my ($version) = slurp('lib/FastFile.pm') =~ /our \$VERSION = '([^']+)'/;
 my ($pkg, $debver) = slurp('debian/changelog') =~ /\A(\S+) \(([^)]+)\)/;

@@ -22,8 +22,8 @@ use File::Spec ();
 use File::Temp ();
 use Math::BigInt ();
 use FastFile qw(:all);
+use FastFile::Writer;
 
-my $HAVE_WRITER = eval { require FastFile::Writer; FastFile::Writer->can('new') } ? 1 : 0;
 # tmpfs when there is one: thousands of renames (and fsyncs) need no disk
 my $base = -d '/dev/shm' && -w _ && -x _ ? '/dev/shm' : File::Spec->tmpdir;
 my $dir = File::Temp::tempdir('ffleak-XXXXXX', DIR => $base, CLEANUP => 1);
@@ -140,23 +140,21 @@ my @paths = (
     'frf undef name (warns)'     => sub { file_read_firstline(undef) },
     'frf NUL (undef, ENOENT)'    => sub { file_read_firstline("a\0b") },
 );
-if ($HAVE_WRITER) {
-    push @paths,
-      'writer commit'            => sub { my $w = FastFile::Writer->new($f); $w->print("a", "b\n");
-                                          $w->printf("%s\n", 'c'); $w->write("d\n"); $w->commit },
-      'writer small buffer'      => sub { my $w = FastFile::Writer->new($f, { buffer_size => 16 });
-                                          $w->print("x" x 100) for 1 .. 3; $w->commit },
-      'writer utf8'              => sub { my $w = FastFile::Writer->new($f, { utf8 => 1 });
-                                          $w->print($wide, $latin); $w->commit },
-      'writer abort'             => sub { my $w = FastFile::Writer->new($f); $w->print("x"); $w->abort },
-      'writer destroyed'         => sub { my $w = FastFile::Writer->new($f); $w->print("x") },
-      'writer fh'                => sub { my $w = FastFile::Writer->new($f); my $fh = $w->fh;
-                                          print {$fh} "via fh\n"; close $fh },
-      'croak: writer new'        => sub { FastFile::Writer->new("$dir/nodir/f") },
-      'croak: writer commit twice' => sub { my $w = FastFile::Writer->new($f); $w->commit; $w->commit },
-      'croak: writer bad option' => sub { FastFile::Writer->new($f, { if_changed => 1 }) },
-      'croak: writer rename'     => sub { my $w = FastFile::Writer->new("$dir/fulldir"); $w->print('x'); $w->commit };
-}
+push @paths,
+  'writer commit'            => sub { my $w = FastFile::Writer->new($f); $w->print("a", "b\n");
+                                      $w->printf("%s\n", 'c'); $w->write("d\n"); $w->commit },
+  'writer small buffer'      => sub { my $w = FastFile::Writer->new($f, { buffer_size => 16 });
+                                      $w->print("x" x 100) for 1 .. 3; $w->commit },
+  'writer utf8'              => sub { my $w = FastFile::Writer->new($f, { utf8 => 1 });
+                                      $w->print($wide, $latin); $w->commit },
+  'writer abort'             => sub { my $w = FastFile::Writer->new($f); $w->print("x"); $w->abort },
+  'writer destroyed'         => sub { my $w = FastFile::Writer->new($f); $w->print("x") },
+  'writer fh'                => sub { my $w = FastFile::Writer->new($f); my $fh = $w->fh;
+                                      print {$fh} "via fh\n"; close $fh },
+  'croak: writer new'        => sub { FastFile::Writer->new("$dir/nodir/f") },
+  'croak: writer commit twice' => sub { my $w = FastFile::Writer->new($f); $w->commit; $w->commit },
+  'croak: writer bad option' => sub { FastFile::Writer->new($f, { if_changed => 1 }) },
+  'croak: writer rename'     => sub { my $w = FastFile::Writer->new("$dir/fulldir"); $w->print('x'); $w->commit };
 
 my %croaks;
 for (my $i = 0; $i < @paths; $i += 2) {

@@ -6,8 +6,8 @@ use warnings;
 # Debian's 5.36 and said "clean".
 
 use Test::More;
-
-BEGIN { $SIG{__WARN__} = sub { fail("unexpected warning: $_[0]") } }
+use lib 't/lib';
+use FFTest;
 
 plan skip_all => 'run from a configured build (Makefile missing)' unless -f 'Makefile';
 my ($fullperl) = map { /^FULLPERL\s*=\s*(.*?)\s*$/ ? $1 : () } do {

@@ -1,39 +1,73 @@
 package FFTest;
 
-# Helpers shared by FastFile's tests.
+# The test-support layer of FastFile's tests: one of each helper.
 #
 #   use lib 't/lib';
-#   use FFTest qw(tempdir slurp spew temps_in have_strace strace_call);
+#   use FFTest qw(tempdir slurp spew temps_in errno_text strace_why strace_call);
 #
-# strace_call runs a snippet of perl in a child perl (with this build's blib)
-# and traces it with strace. The child is started first and strace attaches to
-# it (-p), so the child's pid - and with it the temp name "<file>.tmp.<pid>" -
-# is known before strace starts. That lets a fault be injected with a path
-# filter (-P <temp>): only syscalls that name the temp file, by path or by an
-# fd open on it, are traced and tampered with, so nothing perl does on its own
-# is ever hit, whatever `when=` says. The child's real $$ is used, untouched.
+# Loaded into a test script (package main), it makes every warning the test
+# does not catch itself a failure; warnings_of { ... } catches the ones a test
+# expects, no_warnings($what) asserts that none came since the last check.
 #
-# The snippet runs between two marker syscalls, chdir() to paths that do not
-# exist (perl never chdirs on its own); the records between them are returned.
-# Before the first marker the child spins on a third marker until the parent
-# has seen it in strace's log: from then on every syscall is traced.
+# strace_call runs a snippet of perl in a child perl under strace (fault
+# injection with -e inject=..., strace limited to paths with -P). The snippet
+# runs between two marker syscalls (chdir to paths that do not exist, which
+# perl never makes on its own), and the records between them are returned.
+# Where a fault must hit the temp file, the child forges $$ (perlvar: it may
+# be assigned "for testing purposes"), e.g. to $PID, so the temp name
+# "<target>.tmp.$PID" is known before it starts.
 
 use strict;
 use warnings;
 
-use Exporter 'import';
+use Data::Dumper ();
+use Errno ();
+use Exporter ();
+use File::Find ();
+use File::Spec ();
 use File::Temp ();
 use POSIX ();
-use Errno ();
 
-our @EXPORT_OK = qw(tempdir slurp spew temps_in have_strace strace_call blib_inc which
-                    warnings_of errno_text);
+our @ISA = ('Exporter');
+our @EXPORT_OK = qw(tempdir slurp spew temps_in state_of check_error which errno_text inc_args
+                    run_perl in_child warnings_of no_warnings strace_why strace_call strace_calls calls_named ncpu);
 
-# Absolute paths of this build, taken when the test starts (from the dist root).
-my $ROOT = POSIX::getcwd();
-my @BLIB = map { "$ROOT/blib/$_" } qw(lib arch);
+our $PID = 4242;    # the $$ traced children pretend to have
 
-sub blib_inc { return map { "-I$_" } @BLIB }
+# ------------------------------------------------------------ warnings
+
+my ($UNEXPECTED, $CHECKED) = (0, 0);
+
+sub import {
+    my ($class, @names) = @_;
+    $SIG{__WARN__} = \&_unexpected_warning if caller eq 'main';
+    $class->export_to_level(1, $class, @names);
+}
+
+sub _unexpected_warning {
+    $UNEXPECTED++;
+    Test::More::fail("unexpected warning: $_[0]");
+}
+
+# Passes when no unexpected warning came since the last no_warnings.
+sub no_warnings {
+    my ($what) = @_;
+    local $Test::Builder::Level = $Test::Builder::Level + 1;
+    my $n = $UNEXPECTED - $CHECKED;
+    $CHECKED = $UNEXPECTED;
+    return Test::More::is($n, 0, "$what: no warning");
+}
+
+# Runs $code and returns the warnings it gave.
+sub warnings_of (&) {
+    my ($code) = @_;
+    my @w;
+    local $SIG{__WARN__} = sub { push @w, $_[0] };
+    $code->();
+    return @w;
+}
+
+# ------------------------------------------------------------ files
 
 sub tempdir { return File::Temp::tempdir('fftest-XXXXXX', TMPDIR => 1, CLEANUP => 1) }
 
@@ -57,23 +91,60 @@ sub spew {
     return 1;
 }
 
-# Names (not paths) of leftover temp files in $dir, sorted.
+# FastFile's leftover temp files ("<name>.tmp.<pid>[.<hex>]") in the
+# directories and below, sorted, as paths relative to the directory given.
+# A name that is not a directory dies: the check would see nothing.
 sub temps_in {
-    my ($dir) = @_;
-    opendir my $dh, $dir or die "opendir '$dir': $!\n";
-    my @t = sort grep { /\.tmp\./ } readdir $dh;
-    closedir $dh;
-    return @t;
+    my @dirs = @_;
+    @dirs or die "temps_in: no directory given\n";
+    my @t;
+    for my $dir (@dirs) {
+        -d $dir or die "temps_in: '$dir' is not a directory\n";
+        File::Find::find({ no_chdir => 1, wanted => sub {
+            push @t, File::Spec->abs2rel($File::Find::name, $dir)
+                if /\.tmp\.\d+(?:\.[0-9a-f]+)?\z/;
+        } }, $dir);
+    }
+    return sort @t;
 }
 
-# Runs $code and returns the warnings it gave (and its die, if any, as second).
-sub warnings_of (&) {
-    my ($code) = @_;
-    my @w;
-    local $SIG{__WARN__} = sub { push @w, $_[0] };
-    $code->();
-    return @w;
+# What is at $path, to compare before and after: missing, a directory and
+# its entries, or a file's inode and bytes.
+sub state_of {
+    my ($path) = @_;
+    return 'missing' unless -e $path || -l $path;
+    if (-d $path) {
+        opendir(my $dh, $path) or die "opendir '$path': $!\n";
+        return 'dir:' . join(',', sort grep { !/^\.\.?\z/ } readdir $dh);
+    }
+    my @st = lstat $path;
+    return "file:$st[1]:" . slurp($path);
 }
+
+# check_error($label, sub { ... }, text => $text or qr//, errno => N,
+#             watch => [paths], dir => $dir): the code croaks with that text
+# and $!, every watched path is as it was, no temp file is left in $dir.
+sub check_error {
+    my ($label, $code, %e) = @_;
+    local $Test::Builder::Level = $Test::Builder::Level + 1;
+    my @watch = @{ $e{watch} || [] };
+    my %before = map { $_ => state_of($_) } @watch;
+    my @temps_before = temps_in($e{dir});
+    my $ok = eval { $code->(); 1 };
+    my ($err, $errno) = ($@, $! + 0);
+    Test::More::ok(!$ok, "$label: croaks");
+    (my $shown = $err) =~ s/\0/\\0/g;
+    if (ref $e{text}) { Test::More::like($err, $e{text}, "$label: message") or Test::More::diag("got: $shown") }
+    else              { Test::More::is($err, $e{text}, "$label: message") or Test::More::diag("got: $shown") }
+    Test::More::is($errno, $e{errno}, "$label: \$! is " . errno_text($e{errno})) if defined $e{errno};
+    for my $w (@watch) {
+        (my $shown_path = $w) =~ s/([^\x20-\x7e])/sprintf '\\x{%x}', ord $1/ge;
+        Test::More::is(state_of($w), $before{$w}, "$label: $shown_path unchanged");
+    }
+    Test::More::is_deeply([ temps_in($e{dir}) ], \@temps_before, "$label: no temp left");
+}
+
+# ------------------------------------------------------------ processes
 
 # The text perl gives for an errno value ("$!"), in the current locale.
 sub errno_text {
@@ -91,171 +162,254 @@ sub which {
     return;
 }
 
-my $HAVE_STRACE;
+# -I options that let a child perl find the FastFile this test loaded (blib
+# under `prove -b` and `make test`, the system's copy otherwise) and t/lib, as
+# absolute paths. Only directories perl does not search anyway: each one
+# costs a stat per module loaded, and traced children start often.
+my %DEFAULT_INC;
+sub inc_args {
+    unless (%DEFAULT_INC) {
+        my $pid = open(my $ph, '-|') // die "fork: $!";
+        if (!$pid) {
+            delete @ENV{qw(PERL5LIB PERLLIB PERL5OPT)};
+            exec $^X, '-e', 'print "$_\n" for @INC' or POSIX::_exit(127);
+        }
+        chomp(my @def = <$ph>);
+        close $ph;
+        %DEFAULT_INC = map { $_ => 1 } @def, '';
+    }
+    my @inc = grep { !ref && -d && !$DEFAULT_INC{$_} } @INC;
+    return map { '-I' . File::Spec->rel2abs($_) } @inc;
+}
 
-# '' when strace can trace a child here, else the reason why not.
-sub have_strace {
-    return $HAVE_STRACE if defined $HAVE_STRACE;
-    return $HAVE_STRACE = 'strace not found in PATH' unless which('strace');
-    return $HAVE_STRACE = "blib not built (no $BLIB[1])" unless -d $BLIB[1];
-    my $r = eval { strace_call('1', timeout => 10) };
-    if (!$r) {
-        (my $e = $@ || 'unknown failure') =~ s/\s+\z//;
-        return $HAVE_STRACE = "strace unusable: $e";
+# run_perl($code, args => [...], switches => ['-T'], ulimit_f => N, env => {...})
+# runs $code in a child perl (inc_args), stdin from /dev/null; returns its
+# exit status ($?) and what it printed (stdout and stderr together).
+# ulimit_f runs it under `ulimit -f N` (blocks of 512 or 1024 bytes).
+sub run_perl {
+    my ($code, %o) = @_;
+    my @cmd = ($^X, @{ $o{switches} || [] }, inc_args(), '-e', $code, @{ $o{args} || [] });
+    @cmd = ('/bin/sh', '-c', "ulimit -f $o{ulimit_f} && exec \"\$@\"", 'sh', @cmd) if defined $o{ulimit_f};
+    my $pid = open(my $ph, '-|') // die "fork: $!\n";
+    if (!$pid) {
+        open STDIN, '<', '/dev/null';
+        open STDERR, '>&', \*STDOUT;
+        @ENV{ keys %{ $o{env} || {} } } = values %{ $o{env} || {} };
+        exec { $cmd[0] } @cmd or POSIX::_exit(127);
     }
-    if (!$r->{traced}) {
-        (my $e = $r->{strace_err}) =~ s/\s+/ /g;
-        return $HAVE_STRACE = "strace cannot attach (ptrace not permitted?): $e";
+    my $out = do { local $/; <$ph> } // '';
+    close $ph;
+    return ($?, $out);
+}
+
+# in_child($code, $uid, $gid) runs $code in a forked child, as $uid/$gid
+# (all groups dropped) when given; returns "ok <what it returned>" or
+# "died <why>" (also when it could not become $uid).
+sub in_child {
+    my ($code, $uid, $gid) = @_;
+    pipe my $r, my $w or die "pipe: $!";
+    my $pid = fork // die "fork: $!";
+    if (!$pid) {
+        close $r;
+        my $out = eval {
+            if (defined $uid) {
+                $) = "$gid $gid";    # drops root's supplementary groups too
+                POSIX::setgid($gid) or die "setgid: $!\n";
+                POSIX::setuid($uid) or die "setuid: $!\n";
+                die "still privileged\n" if $< != $uid || $> != $uid || $( != $gid;
+            }
+            $code->();
+        };
+        print {$w} defined $out ? "ok $out" : "died $@";
+        close $w;
+        POSIX::_exit(0);
     }
-    return $HAVE_STRACE = '';
+    close $w;
+    my $out = do { local $/; <$r> } // '';
+    waitpid $pid, 0;
+    return $out;
+}
+
+sub ncpu {
+    open my $fh, '<', '/proc/cpuinfo' or return 1;
+    my $n = grep { /^processor\s*:/ } <$fh>;
+    return $n || 1;
+}
+
+# ------------------------------------------------------------ strace
+
+my $STRACE_WHY;
+
+# '' when strace can trace a child perl and inject faults, else why not.
+sub strace_why {
+    return $STRACE_WHY if defined $STRACE_WHY;
+    my $strace = which('strace');
+    return $STRACE_WHY = 'strace not installed' unless $strace;
+    my $ver = `strace -V 2>/dev/null` // '';
+    my ($maj, $min) = $ver =~ /version (\d+)\.(\d+)/;
+    return $STRACE_WHY = 'cannot run strace -V' unless defined $maj;
+    return $STRACE_WHY = "strace $maj.$min is too old (5.3+ for -e inject, when=, --seccomp-bpf)"
+        if $maj < 5 || ($maj == 5 && $min < 3);
+    # ptrace may be forbidden (containers, yama); injection must really work
+    my $pid = fork // die "fork: $!";
+    if (!$pid) {
+        open STDOUT, '>', '/dev/null';
+        open STDERR, '>', '/dev/null';
+        exec { $strace } $strace, '-qq', '-o', '/dev/null', '-e', 'inject=getppid:retval=4242',
+            $^X, '-e', 'exit(getppid() == 4242 ? 0 : 3)' or POSIX::_exit(127);
+    }
+    waitpid $pid, 0;
+    return $STRACE_WHY = "strace cannot trace or inject here (exit status $?)" if $?;
+    return $STRACE_WHY = '';
 }
 
 my $SEQ = 0;
 
 # strace_call($perl_code, %opts) runs $perl_code (a string) in a child perl
-# with FastFile loaded, between the markers, under strace. Options:
-#   setup   => perl code run before the first marker (build big data there)
-#   args    => [...]   @ARGV of the child
-#   file    => $target the file the snippet writes; %TMP% below is
-#                      "$target.tmp.<child pid>", %FILE% $target, %PID% the
-#                      child's pid
-#   paths   => [...]   trace only syscalls on these paths (-P), markers added
-#   trace   => 'set'   -e trace=set (chdir is added for the markers)
-#   inject  => [...]   each -e inject=...
-#   ulimit_f => N      run the child under `ulimit -f N` (512-byte blocks)
-#   env     => {...}   extra environment for the child
-#   timeout => seconds (default 30)
-# Returns a hash: calls => [records between the markers], traced (markers
-# seen), ok (the snippet did not die), err ($@), errno ($! right after the
-# snippet, numeric), stdout, stderr (of the child), status ($? of the child),
-# pid, tmp, log (the whole strace log), strace_err.
-# A record: {name, args, ret, errno, injected, line}; a signal delivered to
-# the child is {name => 'signal', sig => 'SIGALRM', line}.
+# (FastFile with :all and FastFile::Writer loaded, warnings collected) between
+# the markers, under strace -f. Options:
+#   setup   => perl code run before the first marker (lexicals it declares
+#              are seen by the snippet)
+#   args    => [...]    @ARGV of the child
+#   target  => $file    the snippet's $T
+#   data    => $data, opts => {...}   the snippet's $D and $O
+#   pid     => N        the $$ the child forges (e.g. $FFTest::PID); then
+#                       %TMP% in paths and inject is "$target.tmp.N", %PID% N
+#                       (without it the child keeps its own $$: a batch
+#                       tells a fork by getpid() != $$)
+#   paths   => [...]    trace only syscalls on these paths (-P)
+#   trace   => [...]    trace only these syscalls (and with --seccomp-bpf only
+#                       they stop the child, unless a signal is injected);
+#                       'injected': the syscalls named in inject
+#   inject  => [...]    each -e inject=...
+#   strace  => [...]    more strace arguments
+#   ulimit_f => N       run the child under `ulimit -f N`
+#   env     => {...}    extra environment for the child (LC_ALL=C always)
+#   log     => $file    strace's log (default: a temp file)
+#   timeout => seconds  (default 60)
+# Returns a hash: ok (the snippet did not die), err ($@), errno ($! right
+# after it, numeric), ret (its value, first in list context), warnings (in
+# the child), traced (markers seen), calls (records between the markers),
+# injected (number of "(INJECTED)" lines), stdout (less the result line),
+# stderr, output (both), status ($? of strace), pid ($$ in the child), tmp
+# ("$target.tmp.<pid>"), log (strace's
+# output). A record: {name, args, ret, errno, injected, line}; a signal
+# delivered is {name => 'signal', sig => 'SIGALRM', line}.
 sub strace_call {
     my ($code, %o) = @_;
-    my $timeout = $o{timeout} || 30;
+    my $timeout = $o{timeout} || 60;
     my $ctl = tempdir();
-    my $go = "$ctl/go";
     my $n = ++$SEQ;
-    my ($m_sync, $m_begin, $m_end) = map { "/nonexistent-fftest-$_-$$-$n" } qw(sync begin end);
+    my ($m_begin, $m_end) = map { "/nonexistent-fftest-$_-$$-$n" } qw(begin end);
+    my $pid = $o{pid};
+    my $log = $o{log} || "$ctl/log";
 
-    my $wrapper = join "\n",
-        'use strict; no warnings "void";',
-        'my $__go = shift @ARGV;',
-        (defined $o{setup} ? $o{setup} : ''),
-        "until (-e \$__go) { chdir '$m_sync'; select undef, undef, undef, 0.002 }",
+    my $spec = _dump({ target => $o{target}, data => $o{data}, opts => $o{opts}, pid => $pid });
+    my $child = join "\n",
+        'use strict; use warnings; no warnings "void";',
+        'my $__spec = eval shift @ARGV; die "bad spec: $@" if $@;',
+        'our @__warnings; BEGIN { $SIG{__WARN__} = sub { push @__warnings, $_[0] } }',
+        'use FastFile qw(:all); use FastFile::Writer;',
+        'our ($T, $D, $O) = @{$__spec}{qw(target data opts)};',
+        '$$ = $__spec->{pid} if $__spec->{pid};',
+        (defined $o{setup} ? "$o{setup};" : ''),
         "chdir '$m_begin';",
-        "my \$__ok = eval {\n$code\n;1 };",
-        'my $__errno = $! + 0; my $__err = $@;',
+        "my \@__r = eval {\n#line 1 traced\n$code\n};",
+        'my ($__errno, $__err) = ($! + 0, $@);',
         "chdir '$m_end';",
-        '$| = 1;',
-        'print "\nFFTEST-RESULT ", join(" ", $__ok ? 1 : 0, $__errno, unpack("H*", $__err)), "\n";',
+        '$| = 1; local ($\\, $,); my $__h = sub { defined $_[0] ? "x" . unpack("H*", $_[0]) : "-" };',
+        'print "\nFFTEST-RESULT ", join(" ", $$, $__err eq "" ? 1 : 0, $__errno, $__h->($__r[0]), $__h->($__err),',
+        '    map { $__h->($_) } @__warnings), "\n";',
         '';
 
-    my @perl = ($^X, @BLIB ? blib_inc() : (), '-MFastFile', '-e', $wrapper, $go,
-                @{ $o{args} || [] });
-    my @cmd = defined $o{ulimit_f}
-        ? ('/bin/sh', '-c', "ulimit -f $o{ulimit_f} && exec \"\$@\"", 'sh', @perl)
-        : @perl;
+    my $tmp = defined $o{target} && $pid ? "$o{target}.tmp.$pid" : undef;
+    my $subst = sub {
+        my ($s) = @_;
+        die "strace_call: %PID% or %TMP% without pid (and target)\n"
+            if $s =~ /%PID%/ && !$pid || $s =~ /%TMP%/ && !defined $tmp;
+        $s =~ s/%PID%/$pid/g;
+        $s =~ s/%TMP%/$tmp/g if defined $tmp;
+        return $s;
+    };
+    my @inject = map { $subst->($_) } @{ $o{inject} || [] };
+    my @cmd = ('strace', '-f', '-qq', '-o', $log);
+    if ($o{trace}) {
+        my @trace = ref $o{trace} ? @{ $o{trace} } : map { /^(\w+)/ } @inject;
+        push @cmd, '-e', 'trace=' . join(',', @trace, 'chdir');
+        # strace 6.1 does not deliver an injected signal= under --seccomp-bpf
+        push @cmd, '--seccomp-bpf' unless grep { /:signal=/ } @inject;
+    }
+    push @cmd, map { ('-e', "inject=$_") } @inject;
+    push @cmd, map { ('-P', $_) } (map { $subst->($_) } @{ $o{paths} }), $m_begin, $m_end
+        if $o{paths} && @{ $o{paths} };
+    push @cmd, @{ $o{strace} || [] };
+    # a preloaded sanitizer runtime belongs to the perl under test, not to strace
+    my $preload = $ENV{LD_PRELOAD};
+    push @cmd, '-E', "LD_PRELOAD=$preload" if defined $preload && length $preload;
+    my @perl = ($^X, inc_args(), '-e', $child, $spec, @{ $o{args} || [] });
+    @perl = ('/bin/sh', '-c', "ulimit -f $o{ulimit_f} && exec \"\$@\"", 'sh', @perl)
+        if defined $o{ulimit_f};
+    push @cmd, '--', @perl;
 
-    my $pid = fork;
-    die "fork: $!\n" unless defined $pid;
-    if (!$pid) {
+    my $spid = fork // die "fork: $!\n";
+    if (!$spid) {
+        delete $ENV{LD_PRELOAD};
+        my %env = (LC_ALL => 'C', %{ $o{env} || {} });
+        @ENV{ keys %env } = values %env;
         open STDIN, '<', '/dev/null';
         open STDOUT, '>', "$ctl/stdout";
         open STDERR, '>', "$ctl/stderr";
-        $ENV{$_} = $o{env}{$_} for keys %{ $o{env} || {} };
-        { no warnings 'exec'; exec { $cmd[0] } @cmd; }
-        POSIX::_exit(127);
+        exec { $cmd[0] } @cmd or POSIX::_exit(127);
     }
-
-    my $tmp = defined $o{file} ? "$o{file}.tmp.$pid" : undef;
-    my $subst = sub {
-        my ($s) = @_;
-        $s =~ s/%PID%/$pid/g;
-        $s =~ s/%TMP%/$tmp/g if defined $tmp;
-        $s =~ s/%FILE%/$o{file}/g if defined $o{file};
-        return $s;
-    };
-    my @st = ('strace', '-f', '-qq', '-o', "$ctl/log");
-    if (defined $o{trace}) {
-        push @st, '-e', 'trace=' . $subst->($o{trace}) . ',chdir';
-    }
-    push @st, '-e', 'inject=' . $subst->($_) for @{ $o{inject} || [] };
-    if ($o{paths} && @{ $o{paths} }) {
-        push @st, map { ('-P', $_) } (map { $subst->($_) } @{ $o{paths} }), $m_sync, $m_begin, $m_end;
-    }
-    push @st, '-p', $pid;
-
-    my $spid = fork;
-    die "fork: $!\n" unless defined $spid;
-    if (!$spid) {
-        open STDIN, '<', '/dev/null';
-        open STDOUT, '>', '/dev/null';
-        open STDERR, '>', "$ctl/strace.err";
-        { no warnings 'exec'; exec { $st[0] } @st; }
-        POSIX::_exit(127);
-    }
-
-    # wait until strace shows the sync marker (or gives up)
     my $deadline = time + $timeout;
-    my ($synced, $strace_gone) = (0, 0);
-    while (time <= $deadline) {
-        if (open my $lh, '<', "$ctl/log") {
-            local $/;
-            my $l = <$lh>;
-            if (defined $l && index($l, $m_sync) >= 0) { $synced = 1; last }
+    my $status;
+    while (1) {
+        my $w = waitpid $spid, POSIX::WNOHANG();
+        if ($w == $spid) { $status = $?; last }
+        if (time > $deadline) {
+            kill 'KILL', $spid;
+            waitpid $spid, 0;
+            die "traced child did not finish in ${timeout}s\n";
         }
-        if (waitpid($spid, POSIX::WNOHANG()) == $spid) { $strace_gone = 1; last }
-        select undef, undef, undef, 0.002;
-    }
-    spew($go, '');    # let the child go (also when strace failed: it finishes untraced)
-
-    my $status = _wait_for($pid, $deadline + 5);
-    if (!$strace_gone) {
-        my $st = _wait_for($spid, time + 10);
-        if (!defined $st) { kill 'KILL', $spid; waitpid $spid, 0 }
-    }
-    if (!defined $status) {
-        kill 'KILL', $pid;
-        waitpid $pid, 0;
-        die "traced child did not finish in ${timeout}s\n";
+        select undef, undef, undef, 0.005;
     }
 
-    my %r = (pid => $pid, tmp => $tmp, status => $status, synced => $synced, calls => [],
-             log => (-e "$ctl/log" ? slurp("$ctl/log") : ''),
-             strace_err => (-e "$ctl/strace.err" ? slurp("$ctl/strace.err") : ''),
-             stdout => slurp("$ctl/stdout"), stderr => slurp("$ctl/stderr"));
-    if ($r{stdout} =~ s/\n?FFTEST-RESULT (\d) (\d+) ([0-9a-f]*)\n\z//) {
-        @r{qw(ok errno err)} = ($1, $2, pack('H*', $3));
+    my %r = (status => $status, calls => [], warnings => [],
+             ok => 0, errno => -1, err => 'no result from the child',
+             log => slurp($log) // '', stdout => slurp("$ctl/stdout"), stderr => slurp("$ctl/stderr"));
+    if ($r{stdout} =~ s/\n?FFTEST-RESULT (.*)\n\z//) {
+        my $uh = sub { $_[0] eq '-' ? undef : pack('H*', substr($_[0], 1)) };
+        my ($cpid, $ok, $errno, $ret, $err, @w) = split / /, $1;
+        @r{qw(pid ok errno ret err warnings)} = ($cpid, $ok, $errno, $uh->($ret), $uh->($err), [ map { $uh->($_) } @w ]);
+        $r{tmp} = "$o{target}.tmp.$cpid" if defined $o{target};
+    } else {
+        $r{err} .= ": $r{stdout}$r{stderr}";
     }
+    $r{output} = $r{stdout} . $r{stderr};
+    $r{injected} = () = $r{log} =~ /\(INJECTED\)/g;
     my $in = 0;
     for my $line (split /\n/, $r{log}) {
         if (index($line, $m_begin) >= 0) { $in = 1; $r{traced} = 1; next }
         if (index($line, $m_end) >= 0) { $in = 0; next }
-        next unless $in;
-        my $rec = _parse_line($line);
-        push @{ $r{calls} }, $rec if $rec;
+        push @{ $r{calls} }, _parse_line($line) if $in;
     }
     return \%r;
 }
 
-sub _wait_for {
-    my ($pid, $deadline) = @_;
-    while (time <= $deadline) {
-        my $w = waitpid $pid, POSIX::WNOHANG();
-        return $? if $w == $pid;
-        return undef if $w < 0;
-        select undef, undef, undef, 0.005;
-    }
-    return undef;
+# The records of strace_call's result $r for the syscall $name.
+sub calls_named { my ($r, $name) = @_; return grep { $_->{name} eq $name } @{ $r->{calls} } }
+
+sub _dump {
+    local $Data::Dumper::Useqq = 1; local $Data::Dumper::Terse = 1;
+    local $Data::Dumper::Indent = 0; local $Data::Dumper::Sortkeys = 1;
+    return Data::Dumper::Dumper($_[0]);
 }
 
 sub _parse_line {
     my ($line) = @_;
     $line =~ s/^\d+\s+//;    # pid prefix of -f
     return { name => 'signal', sig => $1, line => $line } if $line =~ /^--- (SIG\w+)/;
-    return undef if $line =~ /^\+\+\+ /;
+    return { name => 'exit', line => $line } if $line =~ /^\+\+\+ /;
     return { name => $1, line => $line, partial => 1 } if $line =~ /^(\w+)\(.*<unfinished \.\.\.>$/;
     if (my ($name, $args, $ret, $errno, $rest)
             = $line =~ /^(\w+)\((.*)\)\s+=\s+(0x[0-9a-f]+|-?\d+|\?)(?:\s+(E[A-Z0-9]+)\s+\([^)]*\))?(.*)$/) {
@@ -263,6 +417,46 @@ sub _parse_line {
                  injected => ($rest =~ /INJECTED/ ? 1 : 0), line => $line };
     }
     return { name => '?', line => $line };
+}
+
+# strace_call for each spec (a hash: code => ..., and strace_call's options),
+# up to $o{jobs} at a time (strace costs mostly context switches, so this
+# scales with the CPUs). Results come back in order. Nothing else may be a
+# child of the caller meanwhile.
+sub strace_calls {
+    my ($specs, %o) = @_;
+    my $jobs = $o{jobs} || 2 * ncpu();
+    my $dir = tempdir();
+    inc_args();    # computed once, here, not in every worker
+    my (%running, @res);
+    my $next = 0;
+    while ($next < @$specs || %running) {
+        while ($next < @$specs && keys %running < $jobs) {
+            my $pid = fork // die "fork: $!";
+            if (!$pid) {
+                my %s = %{ $specs->[$next] };
+                my $r = eval { strace_call(delete $s{code}, %s) }
+                     || { ok => 0, err => "strace_call died: $@", errno => -1, warnings => [] };
+                if (open my $fh, '>', "$dir/result.$next") {
+                    print {$fh} _dump($r);
+                    close $fh;
+                }
+                POSIX::_exit(0);
+            }
+            $running{$pid} = $next++;
+        }
+        my $pid = waitpid(-1, 0);
+        last if $pid < 0;
+        delete $running{$pid};
+    }
+    for my $i (0 .. $#$specs) {
+        my $text = slurp("$dir/result.$i");
+        my $r = defined $text ? eval $text : undef;
+        $res[$i] = ref $r eq 'HASH' ? $r
+                 : { ok => 0, err => 'worker gave no result', errno => -1, warnings => [],
+                     log => '', injected => 0, calls => [] };
+    }
+    return \@res;
 }
 
 1;

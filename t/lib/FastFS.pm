@@ -1,6 +1,6 @@
 package FastFS;
 
-# Test helper: mounts bench/fusefs/fastfs (an in-memory FUSE filesystem
+# Test helper: mounts t/fusefs/fastfs (an in-memory FUSE filesystem
 # that counts WRITE requests and injects faults) on a temporary directory.
 #
 #   use lib 't/lib';
@@ -15,7 +15,7 @@ package FastFS;
 #
 # Mounting needs no fuse3 package: as root libfuse3 mounts by itself, as
 # another user FUSE 2's fusermount will do (see _mounter). See
-# bench/fusefs/README for the control-file protocol.
+# t/fusefs/README for the control-file protocol.
 
 use strict;
 use warnings;
@@ -33,7 +33,7 @@ use Scalar::Util ();
 
 my $ROOT = Cwd::abs_path(
     File::Spec->catdir(File::Basename::dirname(__FILE__), '..', '..'));
-my $SRCDIR = File::Spec->catdir($ROOT, 'bench', 'fusefs');
+my $SRCDIR = File::Spec->catdir($ROOT, 't', 'fusefs');
 my $BIN    = File::Spec->catfile($SRCDIR, 'fastfs');
 
 my %LIVE;          # dir => weak ref to each mounted object, for END

@@ -43,7 +43,7 @@ trap 'exit 130' INT TERM
     --exclude=./.git --exclude=./blib --exclude='*.o' --exclude=./Makefile \
     --exclude=./Makefile.old --exclude=./FastFile.c --exclude=./FastFile.bs \
     --exclude='./MYMETA.*' --exclude=./pm_to_blib --exclude='./FastFile-*' \
-    --exclude=./cover_db --exclude='./bench/fusefs/.build.lock' .) \
+    --exclude=./cover_db --exclude='./t/fusefs/.build.lock' .) \
     | (cd "$WORK" && tar -xf -) || { echo "asan: copying the sources failed" >&2; exit 1; }
 
 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"

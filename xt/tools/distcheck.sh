@@ -40,11 +40,11 @@ FUSE_WHY=$($PERL -It/lib -MFastFS -e 'print FastFS::available()' 2>&1)
 cd "$WORK" || exit 1
 tar -xzf "$TARBALL" || fail "cannot unpack $TARBALL"
 echo "distcheck: $TARBALL, $(tar -tzf "$TARBALL" | grep -vc '/$') files"
-for f in bench/fusefs/fastfs.c bench/fusefs/Makefile t/lib/FastFS.pm t/lib/FFTest.pm \
+for f in t/fusefs/fastfs.c t/fusefs/Makefile t/lib/FastFS.pm t/lib/FFTest.pm \
          debian/control debian/rules; do
     [ -f "FastFile-$VERSION/$f" ] || fail "$TARBALL lacks $f"
 done
-bad=$(tar -tzf "$TARBALL" | grep -E '/(blib|\.git)/|\.o$|/Makefile$|/MYMETA\.|/bench/fusefs/fastfs$' | grep -v '/bench/fusefs/Makefile$')
+bad=$(tar -tzf "$TARBALL" | grep -E '/(blib|\.git)/|\.o$|/Makefile$|/MYMETA\.|/t/fusefs/fastfs$' | grep -v '/t/fusefs/Makefile$')
 [ -z "$bad" ] || fail "$TARBALL carries build artefacts: $bad"
 
 cd "FastFile-$VERSION" || exit 1

@@ -1,0 +1,211 @@
+#!perl
+# FastFile::Writer's errors: every way a writer can end without commit
+# (abort, die, undef, return, process exit) leaves no temp and no fd, and --
+# under strace, faults injected into its temp file only ($$ forged, see
+# t/lib/FFTest.pm) -- the exact croak texts and $! of ENOSPC, EIO, EXDEV,
+# EINTR and signal handlers that die or use the writer.
+use strict;
+use warnings;
+
+BEGIN { $ENV{LC_ALL} = 'C'; delete $ENV{LANGUAGE} }
+
+use Test::More;
+use Errno qw(ENOSPC EIO EXDEV);
+use POSIX ();
+
+use FastFile::Writer;
+use lib 't/lib';
+use FFTest qw(tempdir slurp spew temps_in errno_text run_perl no_warnings strace_why strace_call
+              calls_named);
+
+POSIX::setlocale(POSIX::LC_ALL(), 'C');
+
+sub open_fds { opendir my $dh, '/proc/self/fd' or return -1; return scalar grep { /^\d+$/ } readdir $dh }
+
+# $code in a child perl under strace, its write, close, rename and unlink on
+# the writer's temp file traced, with faults injected
+sub traced {
+    my ($t, $inject, $code) = @_;
+    my $r = strace_call($code, target => $t, pid => $FFTest::PID, paths => ['%TMP%'],
+                        trace => [qw(write close rename unlink)], inject => $inject);
+    $r->{writes} = [ calls_named($r, 'write') ];
+    return $r;
+}
+
+# ------------------------------------------------------- ending without commit
+
+{
+    my $dir = tempdir();
+    my $t = "$dir/target";
+    spew($t, "old\n");
+    my $tmp = "$t.tmp.$$";
+
+    my $w = FastFile::Writer->new($t, { buffer_size => 16 });
+    $w->print('x' x 100);               # flushed: the temp has data
+    ok(-s $tmp, 'the temp holds flushed data');
+    ok($w->abort, 'abort returns true');
+    ok(!-e $tmp, '... the temp is removed');
+    ok(!$w->abort, 'a second abort returns false');
+    ok(!eval { $w->print('y'); 1 }, 'print after abort croaks');
+    is($@, "FastFile::Writer: already aborted\n", '... already aborted');
+    ok(!eval { $w->commit; 1 }, 'commit after abort croaks');
+    is(slurp($t), "old\n", 'abort: target unchanged');
+
+    ok(!eval { my $v = FastFile::Writer->new($t); $v->print("new\n"); die "oops\n" }, 'die in a block');
+    is($@, "oops\n", '... $@ is the die');
+    is_deeply([temps_in($dir)], [], '... no temp left');
+
+    $w = FastFile::Writer->new($t);
+    $w->print("new\n");
+    ok(-e $tmp, 'undef $w: the temp exists before');
+    undef $w;
+    ok(!-e $tmp, '... and not after');
+
+    my $early = sub { my $v = FastFile::Writer->new($t); $v->print("new\n"); return 1; $v->commit };
+    ok($early->(), 'return before commit');
+    is_deeply([temps_in($dir)], [], '... no temp left');
+
+    my $fds = open_fds();
+    for (1 .. 200) {
+        my $v = FastFile::Writer->new($t, { buffer_size => 8 });
+        $v->print("0123456789");
+        $_ % 2 ? $v->abort : undef $v;
+    }
+    is(open_fds(), $fds, '200 writers aborted or dropped: no fd leaked');
+    is_deeply([temps_in($dir)], [], '... no temp left');
+
+    # process exit without commit: lexical, global, uncaught die
+    # (each child checks that its temp exists before it ends: else exit 7)
+    my $made = '$w->print("new\n"); -e "$ARGV[0].tmp.$$" or exit 7;';
+    for my $case ([ 'a file lexical',  0,   'my $w = FastFile::Writer->new($ARGV[0]);' . $made . 'exit 0' ],
+                  [ 'a global',        3,   'our $w = FastFile::Writer->new($ARGV[0]);' . $made . 'exit 3' ],
+                  [ 'an uncaught die', 255, 'my $w = FastFile::Writer->new($ARGV[0]);' . $made . '$! = 0; die "bye\n"' ]) {
+        my ($name, $exit, $code) = @$case;
+        my ($status) = run_perl($code, switches => ['-MFastFile::Writer'], args => [$t]);
+        is($status >> 8, $exit, "process exit with $name, uncommitted");
+        is_deeply([temps_in($dir)], [], '... no temp left');
+    }
+    is(slurp($t), "old\n", 'after all that the target is unchanged');
+    no_warnings('abort paths');
+}
+
+# --------------------------------------------- injected faults (strace)
+
+SKIP: {
+    my $why = strace_why();
+    skip "fault injection: $why", 29 if $why;
+    my $dir = tempdir();
+    my $t = "$dir/fault";
+    my $tmp = "$t.tmp.$FFTest::PID";
+    my $old = "old contents\n";
+    spew($t, $old);
+
+    # ENOSPC on the second flush, inside print
+    my $r = traced($t, ['write:error=ENOSPC:when=2'], <<'PERL');
+my $w = FastFile::Writer->new($T, { buffer_size => 4096 });
+$w->print('x' x 4096);      # first flush: fine
+$w->print('y' x 100);
+$w->print('z' x 4000);      # second flush: no space
+PERL
+    is($r->{injected}, 1, 'ENOSPC injected into the second write');
+    is($r->{err}, "unable to write '$tmp' - " . errno_text(ENOSPC) . "\n", '... print croaks with the write text');
+    is($r->{errno}, ENOSPC, '... $! is ENOSPC');
+    is_deeply([temps_in($dir)], [], '... no temp left');
+    is(slurp($t), $old, '... target unchanged');
+
+    # ENOSPC on the last write, in commit; then commit again
+    $r = traced($t, ['write:error=ENOSPC'], <<'PERL');
+my $w = FastFile::Writer->new($T);
+$w->print("some data\n");
+eval { $w->commit };
+my $first = $@;
+eval { $w->commit };
+die $first . $@;
+PERL
+    is($r->{err}, "unable to write '$tmp' - " . errno_text(ENOSPC) . "\n"
+                . "FastFile::Writer: already aborted\n", 'ENOSPC in commit, then commit again');
+    is_deeply([temps_in($dir)], [], '... no temp left');
+    is(slurp($t), $old, '... target unchanged');
+
+    # a write that returns 0 counts as ENOSPC
+    $r = traced($t, ['write:retval=0'], <<'PERL');
+my $w = FastFile::Writer->new($T); $w->print("data"); $w->commit;
+PERL
+    is($r->{err}, "unable to write '$tmp' - " . errno_text(ENOSPC) . "\n", 'write returning 0: ENOSPC');
+    is_deeply([temps_in($dir)], [], '... no temp left');
+
+    # EIO from close at commit
+    $r = traced($t, ['close:error=EIO'], <<'PERL');
+my $w = FastFile::Writer->new($T); $w->print("data\n"); $w->commit;
+PERL
+    is($r->{injected}, 1, 'EIO injected into close');
+    is($r->{err}, "closing file '$tmp' failed - " . errno_text(EIO) . "\n", '... commit croaks with the close text');
+    is($r->{errno}, EIO, '... $! is EIO');
+    is_deeply([temps_in($dir)], [], '... no temp left');
+    is(slurp($t), $old, '... target unchanged');
+
+    # EXDEV from rename at commit
+    $r = traced($t, ['rename:error=EXDEV'], <<'PERL');
+my $w = FastFile::Writer->new($T); $w->print("data\n"); $w->commit;
+PERL
+    is($r->{injected}, 1, 'EXDEV injected into rename');
+    is($r->{err}, "close (rename) atomic file '$t' failed: " . errno_text(EXDEV) . "\n",
+       '... commit croaks with the rename text');
+    is($r->{errno}, EXDEV, '... $! is EXDEV');
+    is_deeply([temps_in($dir)], [], '... no temp left');
+    is(slurp($t), $old, '... target unchanged');
+
+    # EINTR without a signal: retried
+    $r = traced($t, ['write:error=EINTR:when=1'], <<'PERL');
+my $w = FastFile::Writer->new($T); $w->print("data\n"); $w->commit;
+PERL
+    ok($r->{ok}, 'EINTR on write: retried') or diag($r->{err});
+    is(scalar @{ $r->{writes} }, 2, '... a second write(2)');
+    is(slurp($t), "data\n", '... the file is complete');
+    spew($t, $old);
+
+    # EINTR with SIGALRM pending: perl's handler runs; a handler that dies aborts
+    $r = traced($t, ['write:error=EINTR:signal=SIGALRM:when=1'], <<'PERL');
+local $SIG{ALRM} = sub { die "timeout\n" };
+my $w = FastFile::Writer->new($T, { buffer_size => 4096 });
+eval { $w->print('x' x 5000) };
+my $first = $@;
+my $left = -e "$T.tmp.$$" ? 'temp left' : 'no temp';
+eval { $w->print('y') };
+die "$first$left\n$@";
+PERL
+    is($r->{err}, "timeout\nno temp\nFastFile::Writer: already aborted\n",
+       'a signal handler that dies during a flush aborts the writer');
+    is(slurp($t), $old, '... target unchanged');
+
+    # a handler that changes the string being printed while part of it still
+    # waits to be copied: the string is read-only meanwhile (it used to be
+    # reallocated under the pointer the writer still held)
+    $r = traced($t, ['write:error=EINTR:signal=SIGALRM:when=1'], <<'PERL');
+my $w = FastFile::Writer->new($T, { buffer_size => 4096 });
+my $data = 'x' x 5000;
+local $SIG{ALRM} = sub { $data .= 'y' x 100000 };
+$w->print('a' x 100);   # the buffer is not empty: $data is copied in two parts
+$w->print($data);
+$w->commit;
+PERL
+    like($r->{err}, qr/^Modification of a read-only value attempted/,
+         'a handler changing the string being flushed dies');
+    is_deeply([temps_in($dir)], [], '... no temp left');
+    is(slurp($t), $old, '... target unchanged');
+
+    # a handler that uses the writer it interrupted
+    $r = traced($t, ['write:error=EINTR:signal=SIGALRM:when=1'], <<'PERL');
+my $w = FastFile::Writer->new($T);
+local $SIG{ALRM} = sub { $w->print("from the handler") };
+$w->print("data");
+$w->commit;
+PERL
+    is($r->{err}, "FastFile::Writer: busy (called while it writes)\n", 'a handler using the busy writer croaks');
+    is_deeply([temps_in($dir)], [], '... no temp left');
+    is(slurp($t), $old, '... target unchanged');
+    is_deeply($r->{warnings}, [], 'no warnings in the traced children');
+}
+
+no_warnings('the whole test');
+done_testing;

@@ -1,0 +1,82 @@
+#!perl
+# FastFile::Writer across fork and threads: a forked child can neither
+# commit nor destroy the parent's writer (its temp stays, its buffered data
+# is written once, by the parent); a thread's clone of a writer is inert.
+use strict;
+use warnings;
+
+use Test::More;
+use Config;
+use POSIX ();
+
+use FastFile::Writer;
+use lib 't/lib';
+use FFTest qw(tempdir slurp spew temps_in run_perl no_warnings);
+
+# ------------------------------------------------------------------- fork
+
+{
+    my $dir = tempdir();
+    my $t = "$dir/forked";
+    spew($t, "old\n");
+    my $tmp = "$t.tmp.$$";
+    my $w = FastFile::Writer->new($t, { buffer_size => 64 });
+    $w->print("before fork\n");        # buffered: must be written once, by the parent
+
+    my $pid = fork // die "fork: $!";
+    if (!$pid) {
+        my $ok = 1;
+        $ok &&= !eval { $w->commit; 1 } && $@ eq "FastFile::Writer: the writer belongs to process "
+                                                . getppid() . "\n";
+        $ok &&= !eval { $w->print('z' x 100); 1 } && $@ =~ /belongs to process/;
+        my $copy = $w;
+        undef $w;
+        undef $copy;                    # the child's copy goes away
+        POSIX::_exit($ok ? 0 : 1);
+    }
+    waitpid $pid, 0;
+    is($?, 0, 'child: commit and a flushing print croak "belongs to process"');
+    ok(-e $tmp, "the child's destruction left the parent's temp alone");
+
+    $pid = fork // die "fork: $!";
+    if (!$pid) {
+        $w->abort;                      # abort in the child: its copy only
+        exit 0;                         # and global destruction
+    }
+    waitpid $pid, 0;
+    ok(-e $tmp, "... so did the child's abort and exit");
+
+    $w->print("after fork\n");
+    ok($w->commit, "the parent's commit works");
+    is(slurp($t), "before fork\nafter fork\n", '... with its data, written once');
+    is_deeply([temps_in($dir)], [], '... no temp left');
+    no_warnings('fork');
+}
+
+# ---------------------------------------------------------------- threads
+
+SKIP: {
+    skip 'perl without ithreads', 2 unless $Config{useithreads};
+    my $dir = tempdir();
+    my ($status) = run_perl(<<'PERL', switches => ['-MFastFile::Writer'], args => ["$dir/threaded"]);
+use threads;
+local $SIG{ALRM} = sub { exit 9 }; alarm 30;
+my $w = FastFile::Writer->new($ARGV[0]);
+$w->print("parent\n");
+my $fh = $w->fh;
+# the clone is a reference to an unblessed undef: no method, nothing to free
+my $inert = threads->create(sub {
+    ref $w eq 'SCALAR' && !defined $$w && !eval { $w->print("from the thread\n"); 1 } ? 1 : 0
+})->join;
+exit 2 unless $inert;
+$w->print("still mine\n");
+print {$fh} "via fh\n";
+$w->commit or exit 3;
+exit 0;
+PERL
+    is($status, 0, 'threads: the clone is inert, the parent commits');
+    is(slurp("$dir/threaded"), "parent\nstill mine\nvia fh\n", '... with its data');
+}
+
+no_warnings('the whole test');
+done_testing;

@@ -1,0 +1,196 @@
+package Reference;
+
+# The pure-Perl references FastFile is measured against, in one place: the
+# tests (t/), the benchmarks and the demo (bench/) use these subs, and traced
+# children load this module (inc_args puts t/lib in their @INC).
+#
+#   use lib 't/lib';
+#   use Reference qw(ref_file_set_contents ref_bytes ref_get_contents ref_read_firstline);
+#
+# - ref_file_set_contents, ref_bytes: the oracle of the byte-equality tests,
+#   written from the contract (spec/contract.md): what perl's own operators
+#   do, so "what would the reference write?" is answered by perl.
+# - print_era, syswrite_era: our reimplementations of Proxmox VE's
+#   file_set_contents before and after the pve-devel patch "tools:
+#   file_set_contents: use syswrite instead of print" (v2, 2024), from the
+#   facts of those versions (which calls, which buffer sizes), not their code.
+# - ref_get_contents: the reference reader, an 8 KiB sysread loop;
+#   ref_read_firstline: <$fh> and chomp.
+
+use strict;
+use warnings;
+
+use Errno ();
+use Exporter 'import';
+use Fcntl qw(O_WRONLY O_CREAT O_EXCL);
+use IO::File ();
+
+our @EXPORT_OK = qw(ref_file_set_contents ref_bytes print_era syswrite_era
+                    ref_get_contents ref_read_firstline);
+
+# ref_bytes($data, $force_utf8): the bytes that would be written.
+#   - $force_utf8: perl's lax utf8 encoding of a copy (utf8::encode), which is
+#     what Encode's "utf8" (not "UTF-8") gives: byte strings are taken as
+#     Latin-1, surrogates and non-characters pass through;
+#   - else what print() puts out on a handle without layers: a copy printed
+#     into an in-memory file (Latin-1 downgrade; wide characters as UTF-8),
+#     followed by the caller's $\ when it is defined, as print appends it
+#     (undef data too: print writes nothing for it, then $\).
+# _bytes also says whether print warned "Wide character".
+sub _bytes {
+    my ($data, $force_utf8) = @_;
+    return ('', 0) if !defined $data && $force_utf8;
+    $data = '' unless defined $data;    # the caller warns for undef
+    if ($force_utf8) {
+        my $copy = "$data";
+        utf8::encode($copy);
+        return ($copy, 0);
+    }
+    my $wide = 0;
+    my $buf = '';
+    {
+        local $SIG{__WARN__} = sub {
+            if ($_[0] =~ /^Wide character in print/) { $wide = 1; return }
+            warn $_[0];
+        };
+        local $,;    # $\ is the caller's: print appends it
+        use warnings 'utf8';
+        open my $mem, '>', \$buf or die "in-memory handle: $!\n";
+        print {$mem} $data or die "print to in-memory handle: $!\n";
+        close $mem or die "close in-memory handle: $!\n";
+    }
+    return ($buf, $wide);
+}
+
+sub ref_bytes {
+    my ($data, $force_utf8) = @_;
+    my ($bytes) = _bytes($data, $force_utf8);
+    return $bytes;
+}
+
+sub ref_file_set_contents {
+    my ($filename, $data, $perm, $force_utf8) = @_;
+
+    die "file name is undefined or empty\n" if !defined $filename || $filename eq '';
+    $perm = 0644 unless defined $perm;
+
+    if (!defined $data) {
+        warnings::warnif('uninitialized', 'Use of uninitialized value in file_set_contents');
+    }
+    my ($bytes, $wide) = _bytes($data, $force_utf8);
+    warnings::warnif('utf8', 'Wide character in file_set_contents') if $wide;
+
+    # open: the plain name first; if it exists, never touch it, try others
+    my $tmp = "$filename.tmp.$$";
+    my $fh;
+    my $tries = 0;
+    {
+        no warnings 'syscalls';    # a NUL in the path fails with ENOENT, as for open
+        until (sysopen $fh, $tmp, O_WRONLY | O_CREAT | O_EXCL, $perm) {
+            die "unable to open file '$tmp' - $!\n" unless $! == Errno::EEXIST() && $tries++ < 16;
+            $tmp = sprintf '%s.tmp.%d.%08x%08x', $filename, $$, int rand 2**32, int rand 2**32;
+        }
+    }
+
+    my $ok = eval {
+        my ($off, $len) = (0, length $bytes);
+        while ($off < $len) {
+            my $n = syswrite $fh, $bytes, $len - $off, $off;
+            if (!defined $n) {
+                next if $! == Errno::EINTR();
+                die "unable to write '$tmp' - $!\n";
+            }
+            if ($n == 0) {
+                $! = Errno::ENOSPC();
+                die "unable to write '$tmp' - $!\n";
+            }
+            $off += $n;
+        }
+        close $fh or die "closing file '$tmp' failed - $!\n";
+        undef $fh;
+        rename $tmp, $filename or die "close (rename) atomic file '$filename' failed: $!\n";
+        1;
+    };
+    if (!$ok) {
+        my ($err, $errno) = ($@, $! + 0);
+        close $fh if $fh;
+        unlink $tmp;
+        $! = $errno;
+        die $err;
+    }
+    return 1;
+}
+
+# The print era: IO::File (sysopen O_WRONLY|O_CREAT, no O_EXCL), one print
+# through PerlIO's 8 KiB buffer (so one write(2) per 8 KiB; print appends
+# $\), close, rename.
+sub print_era {
+    my ($filename, $data, $perm) = @_;
+    $perm //= 0644;
+    my $tmp = "$filename.tmp.$$";
+    my $fh = IO::File->new($tmp, O_WRONLY | O_CREAT, $perm)
+        or die "unable to open file '$tmp' - $!\n";
+    print {$fh} $data   or die "unable to write '$tmp' - $!\n";
+    close $fh           or die "closing file '$tmp' failed - $!\n";
+    rename $tmp, $filename
+        or die "close (rename) atomic file '$filename' failed: $!\n";
+    return;
+}
+
+# The syswrite era (the v2 patch): the data is first printed into an
+# in-memory handle (which encodes wide characters like print does, appends
+# $\ and makes a copy), then written with a syswrite loop on a sysopen'ed
+# handle.
+sub syswrite_era {
+    my ($filename, $data, $perm) = @_;
+    $perm //= 0644;
+    my $tmp = "$filename.tmp.$$";
+    sysopen my $fh, $tmp, O_WRONLY | O_CREAT, $perm
+        or die "unable to open file '$tmp' - $!\n";
+    my $bytes = '';
+    open my $mem, '>', \$bytes or die "failed to open in-memory variable - $!\n";
+    print {$mem} $data;
+    close $mem;
+    my ($off, $len) = (0, length $bytes);
+    while ($off < $len) {
+        my $n = syswrite $fh, $bytes, $len - $off, $off;
+        die "unable to write '$tmp' - $!\n" unless $n;
+        $off += $n;
+    }
+    close $fh or die "closing file '$tmp' failed - $!\n";
+    rename $tmp, $filename
+        or die "close (rename) atomic file '$filename' failed: $!\n";
+    return;
+}
+
+# The reference reader: open, then sysread 8 KiB at a time, appending.
+sub ref_get_contents {
+    my ($filename, $max) = @_;
+    $max ||= 1048576;
+    open(my $fh, '<', $filename) or die "can't open '$filename' - $!\n";
+    my ($content, $total, $count) = ('', 0);
+    while ($count = sysread($fh, $content, 8192, $total)) {
+        $total += $count;
+        die "file '$filename' too long - aborting\n" if $total > $max;
+    }
+    die "unable to read file '$filename' - $!\n" if !defined $count;
+    close $fh;
+    return $content;
+}
+
+# The reference file_read_firstline: undef for a missing file, else the
+# first line (as <$fh> reads it with the caller's $/), chomped.
+sub ref_read_firstline {
+    my ($filename) = @_;
+    my $fh;
+    if (!open($fh, '<', $filename)) {
+        return undef if $!{ENOENT};
+        die "file '$filename' exists but open for reading failed - $!\n";
+    }
+    my $res = <$fh>;
+    chomp $res if $res;
+    close $fh;
+    return $res;
+}
+
+1;
