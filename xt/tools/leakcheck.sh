@@ -2,7 +2,7 @@
 # xt/tools/leakcheck.sh - the test suite under valgrind (run by `make leakcheck`
 # after the normal build): fails if any "definitely lost" block, or any invalid
 # memory access, has a stack frame in FastFile's own code (FastFile.so:
-# FastFile.xs, Writer.xsh, ff_io.c). perl itself leaks a little at exit even
+# FastFile.xs, *.xsh, ff_*.c, xs_*.c). perl itself leaks a little at exit even
 # with PERL_DESTRUCT_LEVEL=2; those records are counted and shown, not fatal.
 #
 # Every t/*.t runs, with smaller workloads where a test is heavy (valgrind is
@@ -86,7 +86,7 @@ wait
 use strict;
 use warnings;
 my ($logs) = @ARGV;
-my $OURS = qr{FastFile\.so|FastFile\.xs|FastFile\.c\b|Writer\.xsh|ff_io\.[ch]\b|\bS_file_|\bff_[a-z_]+\b|XS_FastFile};
+my $OURS = qr{FastFile\.so|FastFile\.xs|FastFile\.c\b|\w+\.xsh\b|\b(?:ff|xs)_\w+\.[ch]\b|\bS_file_|\bff(?:xs)?_[a-z_]+\b|XS_FastFile};
 my (%perl_lost, @ours, $files, $processes, @failed_tests);
 opendir my $dh, $logs or die "$logs: $!";
 my @logs = sort grep { /\.vg\z/ } readdir $dh;
