@@ -498,21 +498,31 @@ int ff_batch_commit(struct ff_batch *b, long pid)
     return err;
 }
 
+int ff_batch_has_temps(const struct ff_batch *b)
+{
+    size_t i;
+
+    for (i = 0; i < b->n; i++)
+        if (b->files[i].a.created)
+            return 1;
+    return 0;
+}
+
+void ff_batch_forget(struct ff_batch *b)
+{
+    size_t i;
+
+    for (i = 0; i < b->n; i++)
+        ff_atomic_forget(&b->files[i].a);
+}
+
 void ff_batch_discard(struct ff_batch *b)
 {
     int saved = errno;
     size_t i;
-    int forked = -1;            /* asked only when there is a temp to remove */
 
-    for (i = 0; i < b->n; i++) {
-        struct ff_atomic *a = &b->files[i].a;
-
-        if (a->created && forked < 0)
-            forked = (long)getpid() != b->pid;
-        if (forked > 0)
-            a->created = 0;
-        ff_atomic_discard(a);
-    }
+    for (i = 0; i < b->n; i++)
+        ff_atomic_discard(&b->files[i].a);
     for (i = 0; i < b->ndirs; i++) {
         if (b->dirs[i].fd >= 0)
             close(b->dirs[i].fd);

@@ -85,10 +85,16 @@ int ff_batch_add(struct ff_batch *b, const char *path, const char *buf, size_t l
 int ff_batch_commit(struct ff_batch *b, long pid);
 
 /* Close and unlink whatever is still ours, free everything; keeps errno.
- * Safe to call more than once. In a forked child (a signal handler that
- * forked and exits unwinds the parent's cleanup) the temps are left to
- * the parent: only closed. */
+ * Safe to call more than once. */
 void ff_batch_discard(struct ff_batch *b);
+
+/* 1 while b has a temp file it would remove. */
+int ff_batch_has_temps(const struct ff_batch *b);
+
+/* A forked child (a signal handler that forked, unwinding its copy of the
+ * parent's cleanup) calls this before ff_batch_discard: the temps are the
+ * parent's, so they are only closed, never removed. */
+void ff_batch_forget(struct ff_batch *b);
 
 #if defined(__GNUC__) && __GNUC__ >= 4
 #pragma GCC visibility pop

@@ -12,11 +12,18 @@
 #include "xs_common.h"
 #include "xs_batch.h"
 
-/* Savestack destructor: temps of the batch still ours go away. */
+/* Savestack destructor: temps of the batch still ours go away. Ours means
+ * this process's: they are named after $$, and a child forked by a signal
+ * handler that unwinds its copy of this cleanup must leave them to the
+ * parent ($$ is compared, not getpid(): a script may have assigned $$, and
+ * perl sets the child's own). Asked only when there is a temp to remove. */
 static void S_batch_discard(pTHX_ void *batch)
 {
-    PERL_UNUSED_CONTEXT;
-    ff_batch_discard((struct ff_batch *)batch);
+    struct ff_batch *b = (struct ff_batch *)batch;
+
+    if (ff_batch_has_temps(b) && dollar_pid() != (IV)b->pid)
+        ff_batch_forget(b);
+    ff_batch_discard(b);
 }
 
 /* The data SV whose buffer is written from: kept alive and read-only until
@@ -73,7 +80,10 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
     const char *op = "file_set_contents_many";
     struct ff_options opt;
     struct ff_batch batch, *b = &batch;   /* this frame outlives its LEAVE */
-    struct ff_eintr intr = { ffxs_on_eintr, NULL };  /* the data is held read-only */
+    /* the data is held read-only throughout; the guard only stops a child
+     * forked by a handler from going on with this batch */
+    struct ff_guard guard = { NULL, NULL, 0, FALSE };
+    struct ff_eintr intr = { ffxs_on_eintr, &guard };
     bool force_utf8 = FALSE;
     SV **paths, *ors_owner = NULL;
     AV *av;
@@ -101,6 +111,7 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
         parse_options((HV *)SvRV(opts), &opt, &force_utf8, NULL);
     }
     pid = dollar_pid();
+    guard.pid = pid;
 
     err = ff_batch_init(b, (size_t)npairs, &opt, &intr);
     SAVEDESTRUCTOR_X(S_batch_discard, b);

@@ -152,7 +152,8 @@ static void S_handlers_done(pTHX_ void *ctx)
 
     if (dollar_pid() != g->pid) {
         g->forked = TRUE;
-        ff_atomic_forget(g->atomic);
+        if (g->atomic)      /* a batch's own discard checks $$ itself */
+            ff_atomic_forget(g->atomic);
     }
 }
 

@@ -117,7 +117,7 @@ PERL_STATIC_INLINE IV S_dollar_pid(pTHX)
 /* What ffxs_on_eintr protects while perl's signal handlers run. */
 struct ff_guard {
     SV *data;                 /* the SV whose buffer is being written (held), or NULL */
-    struct ff_atomic *atomic; /* the replacement being made */
+    struct ff_atomic *atomic; /* the replacement being made (NULL: a batch) */
     IV pid;                   /* $$ of the call: a child forked by a handler
                                * must not remove or write to its parent's temp */
     bool forked;              /* this is such a child */
@@ -126,8 +126,7 @@ struct ff_guard {
 /* The ff_on_eintr callback (ff_io.h) of every call: EINTR, a short write,
  * or the moment before the rename run perl's pending signal handlers (an
  * alarm must still fire, and before the file is published). ctx is a
- * struct ff_guard, or NULL when nothing needs guarding (the readers; a
- * batch, whose data is read-only throughout). While they run, the SV we
+ * struct ff_guard, or NULL when nothing needs guarding (the readers). While they run, the SV we
  * are writing from (held by the caller) is read-only: a handler that
  * changed it could free or move the buffer under the write. */
 void ffxs_on_eintr(void *ctx);

@@ -553,7 +553,8 @@ read-only: a handler that assigns to it dies with perl's C<Modification of a
 read-only value attempted>, and the call leaves the old file. A handler that
 dies leaves the old file, no temporary file and no descriptor or memory of the
 call. A child forked by a handler never removes or writes to its parent's
-temporary file: if it returns into the call, that dies in the child with
+temporary files (C<file_set_contents_many>'s too): if it returns into the call,
+that dies in the child with
 C<< FastFile: a process forked by a signal handler may not go on with the write
 of process PID >>.
 

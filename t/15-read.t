@@ -13,7 +13,7 @@ BEGIN { setlocale(LC_ALL, 'C') }
 use Test::More;
 use Errno qw(ENOENT EISDIR EACCES EIO);
 use lib 't/lib';
-use FFTest qw(tempdir slurp spew warnings_of strace_why strace_call errno_text in_child);
+use FFTest qw(tempdir slurp spew warnings_of strace_why strace_call errno_text in_child io_calls);
 use Reference qw(ref_get_contents ref_read_firstline);    # the 8 KiB sysread loop, <$fh> + chomp
 use Counted;    # a tied scalar that counts FETCH
 use FastFile qw(:all);
@@ -542,9 +542,7 @@ SKIP: {
     my $why = strace_why();
     skip $why, 1 if $why;
 
-    # the allocator's calls, and AddressSanitizer's sigaltstack (make asan)
-    my $ALLOC = qr/\A(?:mmap|munmap|brk|mremap|madvise|sigaltstack)\z/;
-    my $calls = sub { my ($r) = @_; return grep { $_->{name} !~ $ALLOC } @{ $r->{calls} } };
+    my $calls = \&io_calls;
     my $names = sub {
         return join ' ', map { $_->{name} =~ /\A(?:newfstatat|fstat|fstat64)\z/ ? 'fstat' : $_->{name} } $calls->($_[0]);
     };

@@ -12,7 +12,7 @@ BEGIN { setlocale(LC_ALL, 'C') }
 use Test::More;
 use Errno qw(ENOSPC EIO EXDEV EFBIG);
 use lib 't/lib';
-use FFTest qw(tempdir slurp spew temps_in strace_why strace_call calls_named errno_text);
+use FFTest qw(tempdir slurp spew temps_in strace_why strace_call calls_named errno_text io_calls);
 
 my $why = strace_why();
 plan skip_all => $why if $why;
@@ -20,7 +20,7 @@ plan skip_all => $why if $why;
 my $dir = tempdir();
 my $n = 0;
 
-sub names { return map { $_->{name} } @{ $_[0]{calls} } }
+sub names { return map { $_->{name} } io_calls($_[0]) }
 sub last_arg { my ($c) = @_; return ($c->{args} =~ /,\s*(\d+)\z/)[0] }
 
 sub show { my ($r) = @_; return join '', map { "  $_->{line}\n" } @{ $r->{calls} } }

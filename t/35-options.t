@@ -15,7 +15,7 @@ use POSIX ();
 
 use FastFile;
 use lib 't/lib';
-use FFTest qw(slurp spew temps_in errno_text strace_why strace_call in_child);
+use FFTest qw(slurp spew temps_in errno_text strace_why strace_call in_child io_calls);
 
 # $! texts are compared in English; children inherit the C locale too.
 BEGIN { $ENV{LC_ALL} = 'C'; delete $ENV{LANGUAGE} }
@@ -65,8 +65,7 @@ sub traced {
     my $dir = $a{dir};
     my $r = strace_call($a{code}, args => [$dir], inject => $a{inject},
                         setup => 'use POSIX (); my $D = shift @ARGV; my $DATA = "x" x 65536;' . ($a{pre} // ''));
-    # memory management is the allocator's; sigaltstack is AddressSanitizer's (make asan)
-    my @calls = grep { $_->{name} !~ /\A(?:brk|mmap|munmap|mremap|mprotect|madvise|sigaltstack)\z/ } @{ $r->{calls} };
+    my @calls = io_calls($r);
     my %res = (ret => $r->{ret} // 'undef', err => $r->{err}, errno => $r->{errno}, pid => $r->{pid},
                complete => $r->{traced} && defined $r->{pid} ? 1 : 0,
                calls => [ map { normalise($_->{line}, $dir, $r->{pid}) } @calls ]);

@@ -14,7 +14,7 @@ BEGIN { setlocale(LC_ALL, 'C') }
 use Test::More;
 use Errno qw(ENOENT EISDIR EINVAL EEXIST EACCES ENOSPC EIO);
 use lib 't/lib';
-use FFTest qw(tempdir slurp spew temps_in warnings_of strace_why strace_call errno_text);
+use FFTest qw(tempdir slurp spew temps_in warnings_of strace_why strace_call errno_text io_calls);
 use FastFS;
 use FastFile qw(:all);
 
@@ -173,7 +173,7 @@ SKIP: {
     my $setup = 'my @l = map { ($_ => "data of $_") } @ARGV;';
     my $r = strace_call('FastFile::file_set_contents_many(\@l)', setup => $setup, args => \@t);
     ok($r->{traced} && $r->{ok}, 'traced batch succeeded') or diag $r->{err}, $r->{stderr};
-    my @calls = grep { $_->{name} ne 'getpid' } @{ $r->{calls} };
+    my @calls = grep { $_->{name} ne 'getpid' } io_calls($r);
     my $seq = join ' ', map { $_->{name} } @calls;
     is($seq, 'openat ' . join(' ', ('newfstatat') x 3) . ' ' . join(' ', ('openat write close') x 3)
              . ' ' . join(' ', ('renameat') x 3) . ' close',
@@ -184,7 +184,7 @@ SKIP: {
 
     $r = strace_call('FastFile::file_set_contents_many(\@l, { fsync => 1 })', setup => $setup, args => [@t, "$dir/sub/x"]);
     ok($r->{ok}, 'traced batch with fsync succeeded') or diag $r->{err};
-    @calls = grep { $_->{name} ne 'getpid' } @{ $r->{calls} };
+    @calls = grep { $_->{name} ne 'getpid' } io_calls($r);
     my @names = map { $_->{name} } @calls;
     my $first_rename = (grep { $names[$_] eq 'renameat' } 0 .. $#names)[0];
     my @before = @names[0 .. $first_rename - 1];
@@ -311,6 +311,45 @@ SKIP: {
     ok($r->{ok}, 'a handler forks mid-batch and the child exits: the batch still succeeds')
         or diag $r->{err};
     is(join('', map { slurp($_) } @t), 'newnewnew', '... every file written');
+    is_deeply([ temps_in($dir) ], [], '... no temp left');
+}
+
+# a handler that forks, and the child returns into the batch: the child may
+# not go on with its parent's batch (it dies before writing or renaming
+# anything), the parent finishes it
+SKIP: {
+    my $why = strace_why();
+    skip $why, 1 if $why;
+    my @t = map { "$dir/forkret$_" } 1 .. 3;
+    spew($_, 'old') for @t;
+    my $r = strace_call('my $parent = $$; local $SIG{ALRM} = sub { return if $$ != $parent; my $p = fork; waitpid $p, 0 if $p };'
+                        . ' my $ok = eval { FastFile::file_set_contents_many(\@l); 1 };'
+                        . ' if ($$ != $parent) { open my $c, ">", "$l[0].child" or die; print {$c} $@; close $c; POSIX::_exit(0) }'
+                        . ' die $@ unless $ok; print "done\n"',
+                        setup => 'use POSIX (); my @l = map { ($_ => "new $_") } @ARGV;', args => \@t,
+                        inject => ['write:signal=SIGALRM:when=2']);
+    ok($r->{ok}, 'a handler forks mid-batch and the child returns: the parent finishes the batch')
+        or diag $r->{err};
+    is(join(' ', map { slurp($_) } @t), join(' ', map { "new $_" } @t), '... every file written once, by the parent');
+    like(slurp("$t[0].child") // '', qr/\AFastFile: a process forked by a signal handler may not go on with the write of process \d+\n\z/,
+         '... the child died before touching the batch');
+    unlink "$t[0].child";
+    is_deeply([ temps_in($dir) ], [], '... no temp left');
+}
+
+# a process that assigned $$ (the temps are named after it) is still the
+# owner of its temps: a failed batch removes them all, as file_set_contents
+# does (the fork check compares $$, not getpid)
+SKIP: {
+    my $why = strace_why();
+    skip $why, 1 if $why;
+    my @t = map { "$dir/ownpid$_" } 1 .. 3;
+    spew($_, 'old') for @t;
+    my $r = strace_call('FastFile::file_set_contents_many(\@l)', pid => 4242,
+                        setup => 'my @l = map { ($_ => "new") } @ARGV;', args => \@t,
+                        inject => ['renameat:error=EIO:when=2']);
+    ok(!$r->{ok} && $r->{errno} == EIO, 'with $$ assigned, rename 2 fails: EIO') or diag $r->{err};
+    is(join(' ', map { slurp($_) } @t), 'new old old', '... the first replaced, the rest untouched');
     is_deeply([ temps_in($dir) ], [], '... no temp left');
 }
 

@@ -30,7 +30,7 @@ use POSIX ();
 
 our @ISA = ('Exporter');
 our @EXPORT_OK = qw(tempdir slurp spew temps_in state_of check_error which errno_text inc_args
-                    run_perl in_child warnings_of no_warnings strace_why strace_call strace_calls calls_named ncpu);
+                    run_perl in_child warnings_of no_warnings strace_why strace_call strace_calls calls_named io_calls ncpu);
 
 our $PID = 4242;    # the $$ traced children pretend to have
 
@@ -398,6 +398,12 @@ sub strace_call {
 
 # The records of strace_call's result $r for the syscall $name.
 sub calls_named { my ($r, $name) = @_; return grep { $_->{name} eq $name } @{ $r->{calls} } }
+
+# The records of $r that are FastFile's I/O: without the memory allocator's
+# calls (which perl or AddressSanitizer's allocator make at any time) and
+# AddressSanitizer's sigaltstack (make asan).
+my $NOT_IO = qr/\A(?:brk|mmap|munmap|mremap|mprotect|madvise|sigaltstack)\z/;
+sub io_calls { my ($r) = @_; return grep { $_->{name} !~ $NOT_IO } @{ $r->{calls} } }
 
 sub _dump {
     local $Data::Dumper::Useqq = 1; local $Data::Dumper::Terse = 1;
