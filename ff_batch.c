@@ -13,6 +13,7 @@
 #define _GNU_SOURCE     /* sync_file_range */
 #endif
 #include "ff_batch.h"
+#include "ff_syscall.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,22 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define FF_TEMP_FLAGS (O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC)
 #define FF_NONE ((size_t)-1)
-
-static void interrupted(const struct ff_eintr *intr)
-{
-    if (intr && intr->fn)
-        intr->fn(intr->ctx);
-}
-
-/* err = errno of `expr` (0 on success), retried while it is EINTR */
-#define FF_SYSCALL(err, intr, expr)                     \
-    do {                                                \
-        (err) = (expr) < 0 ? errno : 0;                 \
-        if ((err) == EINTR)                             \
-            interrupted(intr);                          \
-    } while ((err) == EINTR)
 
 /* "cannot do that here" answers of the sync calls: not errors */
 #define FF_CANNOT_SYNC(err) ((err) == EINVAL || (err) == ENOSYS || (err) == EOPNOTSUPP)

@@ -11,6 +11,7 @@
 #endif
 
 #include "ff_io.h"
+#include "ff_syscall.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -45,22 +46,6 @@ static int rename_exclusive(const char *from, const char *to)
     return -1;
 }
 #endif
-
-#define FF_TEMP_FLAGS (O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC)
-
-static void interrupted(const struct ff_eintr *intr)
-{
-    if (intr && intr->fn)
-        intr->fn(intr->ctx);
-}
-
-/* err = errno of `expr` (0 on success), retried while it is EINTR */
-#define FF_SYSCALL(err, intr, expr)                     \
-    do {                                                \
-        (err) = (expr) < 0 ? errno : 0;                 \
-        if ((err) == EINTR)                             \
-            interrupted(intr);                          \
-    } while ((err) == EINTR)
 
 /* The directory part of path, as a new string: "." when there is none. */
 static char *dir_of(const char *path)

@@ -297,44 +297,36 @@ SKIP: {
     ok(!grep({ $_->{name} eq 'renameat' } @{ $r->{calls} }), '... no rename was tried');
 }
 
-# a handler that forks, and the child exits: its unwinding must not remove
-# the parent's temps (the parent then finishes the batch)
-SKIP: {
-    my $why = strace_why();
-    skip $why, 1 if $why;
-    my @t = map { "$dir/fork$_" } 1 .. 3;
-    spew($_, 'old') for @t;
-    my $r = strace_call('local $SIG{ALRM} = sub { my $p = fork; if (!$p) { exit 0 } waitpid $p, 0 };'
-                        . ' print "wrote ", FastFile::file_set_contents_many(\@l), "\n"',
-                        setup => 'my @l = map { ($_ => "new") } @ARGV;', args => \@t,
-                        inject => ['write:signal=SIGALRM:when=2']);
-    ok($r->{ok}, 'a handler forks mid-batch and the child exits: the batch still succeeds')
-        or diag $r->{err};
-    is(join('', map { slurp($_) } @t), 'newnewnew', '... every file written');
-    is_deeply([ temps_in($dir) ], [], '... no temp left');
-}
-
-# a handler that forks, and the child returns into the batch: the child may
-# not go on with its parent's batch (it dies before writing or renaming
-# anything), the parent finishes it
-SKIP: {
-    my $why = strace_why();
-    skip $why, 1 if $why;
-    my @t = map { "$dir/forkret$_" } 1 .. 3;
-    spew($_, 'old') for @t;
-    my $r = strace_call('my $parent = $$; local $SIG{ALRM} = sub { return if $$ != $parent; my $p = fork; waitpid $p, 0 if $p };'
-                        . ' my $ok = eval { FastFile::file_set_contents_many(\@l); 1 };'
-                        . ' if ($$ != $parent) { open my $c, ">", "$l[0].child" or die; print {$c} $@; close $c; POSIX::_exit(0) }'
-                        . ' die $@ unless $ok; print "done\n"',
-                        setup => 'use POSIX (); my @l = map { ($_ => "new $_") } @ARGV;', args => \@t,
-                        inject => ['write:signal=SIGALRM:when=2']);
-    ok($r->{ok}, 'a handler forks mid-batch and the child returns: the parent finishes the batch')
-        or diag $r->{err};
-    is(join(' ', map { slurp($_) } @t), join(' ', map { "new $_" } @t), '... every file written once, by the parent');
-    like(slurp("$t[0].child") // '', qr/\AFastFile: a process forked by a signal handler may not go on with the write of process \d+\n\z/,
-         '... the child died before touching the batch');
-    unlink "$t[0].child";
-    is_deeply([ temps_in($dir) ], [], '... no temp left');
+# a handler that forks: whether the child exits (unwinding its copy of the
+# cleanup) or returns into the batch, it never removes, writes or renames its
+# parent's temps (one that returns dies at once); the parent finishes it
+for my $child (['exits', 'exit 0'], ['returns', 'return']) {
+    my ($how, $code) = @$child;
+    SKIP: {
+        my $why = strace_why();
+        skip $why, 1 if $why;
+        my @t = map { "$dir/fork-$how$_" } 1 .. 3;
+        spew($_, 'old') for @t;
+        my $r = strace_call('my $parent = $$;'
+                            . ' local $SIG{ALRM} = sub { return if $$ != $parent; my $p = fork; if (!$p) { ' . $code . ' } waitpid $p, 0 };'
+                            . ' my $ok = eval { FastFile::file_set_contents_many(\@l); 1 };'
+                            . ' if ($$ != $parent) { open my $c, ">", "$l[0].child" or die; print {$c} $@; close $c; POSIX::_exit(0) }'
+                            . ' die $@ unless $ok',
+                            setup => 'use POSIX (); my @l = map { ($_ => "new $_") } @ARGV;', args => \@t,
+                            inject => ['write:signal=SIGALRM:when=2']);
+        ok($r->{ok}, "a handler forks mid-batch and the child $how: the parent finishes the batch")
+            or diag $r->{err};
+        is(join(' ', map { slurp($_) } @t), join(' ', map { "new $_" } @t), '... every file written once, by the parent');
+        my $child_err = slurp("$t[0].child");
+        unlink "$t[0].child";
+        if ($how eq 'returns') {
+            like($child_err // '', qr/\AFastFile: a process forked by a signal handler may not go on with the write of process \d+\n\z/,
+                 '... the child died before touching the batch');
+        } else {
+            is($child_err, undef, '... the child ended in the handler');
+        }
+        is_deeply([ temps_in($dir) ], [], '... no temp left');
+    }
 }
 
 # a process that assigned $$ (the temps are named after it) is still the
