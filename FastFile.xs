@@ -76,6 +76,7 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
     guard.atomic = a;
     guard.pid = pid;
     guard.forked = FALSE;
+    guard.reading = FALSE;
     intr.fn = ffxs_on_eintr;
     intr.ctx = &guard;
     if (!start_write(a, path, &opt, &intr, pid, op, buf, len, ors, ors_len)) {
@@ -116,7 +117,9 @@ static SV *S_file_get_contents(pTHX_ SV *filename, SV *max_arg)
     const char *op = "file_get_contents";
     SV *path, *content;
     size_t max = FF_DEFAULT_MAX, size, cap, total = 0, got;
-    struct ff_eintr intr = { ffxs_on_eintr, NULL };
+    /* a child forked by a handler may not read on from the shared offset */
+    struct ff_guard guard = { NULL, NULL, 0, FALSE, TRUE };
+    struct ff_eintr intr = { ffxs_on_eintr, &guard };
     int fd = -1, err;
 
     ENTER;   /* closes fd when this function returns or croaks */
@@ -304,7 +307,9 @@ static SV *S_file_read_firstline(pTHX_ SV *filename)
 {
     const char *op = "file_read_firstline";
     SV *path, *line;
-    struct ff_eintr intr = { ffxs_on_eintr, NULL };
+    /* a child forked by a handler may not read on from the shared offset */
+    struct ff_guard guard = { NULL, NULL, 0, FALSE, TRUE };
+    struct ff_eintr intr = { ffxs_on_eintr, &guard };
     int fd = -1, err;
 
     ENTER;   /* closes fd when this function returns or croaks */

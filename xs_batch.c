@@ -82,7 +82,7 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
     struct ff_batch batch, *b = &batch;   /* this frame outlives its LEAVE */
     /* the data is held read-only throughout; the guard only stops a child
      * forked by a handler from going on with this batch */
-    struct ff_guard guard = { NULL, NULL, 0, FALSE };
+    struct ff_guard guard = { NULL, NULL, 0, FALSE, FALSE };
     struct ff_eintr intr = { ffxs_on_eintr, &guard };
     bool force_utf8 = FALSE;
     SV **paths, *ors_owner = NULL;

@@ -166,6 +166,8 @@ void ffxs_on_eintr(void *ctx)
         return;
     ENTER;
     if (g) {
+        if (!g->pid)
+            g->pid = dollar_pid();
         SAVEDESTRUCTOR_X(S_handlers_done, g);
         if (g->data)
             readonly_in_scope(g->data);
@@ -174,7 +176,7 @@ void ffxs_on_eintr(void *ctx)
     LEAVE;
     if (g && g->forked)
         croak("FastFile: a process forked by a signal handler may not go on with the "
-              "write of process %" IVdf "\n", g->pid);
+              "%s of process %" IVdf "\n", g->reading ? "read" : "write", g->pid);
 }
 
 /* Savestack destructor of discard_at_leave. */

@@ -117,16 +117,19 @@ PERL_STATIC_INLINE IV S_dollar_pid(pTHX)
 /* What ffxs_on_eintr protects while perl's signal handlers run. */
 struct ff_guard {
     SV *data;                 /* the SV whose buffer is being written (held), or NULL */
-    struct ff_atomic *atomic; /* the replacement being made (NULL: a batch) */
+    struct ff_atomic *atomic; /* the replacement being made (NULL: a batch, a read) */
     IV pid;                   /* $$ of the call: a child forked by a handler
-                               * must not remove or write to its parent's temp */
+                               * must not remove or write to its parent's temp,
+                               * nor read from its fd; 0: taken when the
+                               * handlers first run (a reader need not ask) */
     bool forked;              /* this is such a child */
+    bool reading;             /* a reader: "read" in the child's message */
 };
 
 /* The ff_on_eintr callback (ff_io.h) of every call: EINTR, a short write,
  * or the moment before the rename run perl's pending signal handlers (an
  * alarm must still fire, and before the file is published). ctx is a
- * struct ff_guard, or NULL when nothing needs guarding (the readers). While they run, the SV we
+ * struct ff_guard. While they run, the SV we
  * are writing from (held by the caller) is read-only: a handler that
  * changed it could free or move the buffer under the write. */
 void ffxs_on_eintr(void *ctx);

@@ -448,9 +448,12 @@ per call.
 
 =item C<FastFile: a process forked by a signal handler may not go on with the write of process N>
 
-A signal handler forked and the child returned into the write (see
-L</CAVEATS>); the parent's write goes on. End the child in the handler
-(C<exit> or C<exec>).
+=item C<FastFile: a process forked by a signal handler may not go on with the read of process N>
+
+A signal handler forked and the child returned into the write, or into a
+read of C<file_get_contents> or C<file_read_firstline> (whose file offset it
+shares with the parent; see L</CAVEATS>); the parent's call goes on. End the
+child in the handler (C<exit> or C<exec>).
 
 =item C<Insecure dependency in file_set_contents while running with -T switch>
 
@@ -556,7 +559,9 @@ call. A child forked by a handler never removes or writes to its parent's
 temporary files (C<file_set_contents_many>'s too): if it returns into the call,
 that dies in the child with
 C<< FastFile: a process forked by a signal handler may not go on with the write
-of process PID >>.
+of process PID >>. The readers likewise: a child that returns into a read dies
+(C<... with the read of process PID>) instead of reading on from the offset it
+shares with the parent, so the parent still gets the whole file.
 
 =item *
 

@@ -16,7 +16,7 @@ BEGIN { $ENV{LC_ALL} = 'C'; delete $ENV{LANGUAGE} }
 
 use Test::More;
 use lib 't/lib';
-use FFTest qw(strace_why strace_calls temps_in slurp spew errno_text);
+use FFTest qw(strace_why strace_call strace_calls temps_in slurp spew errno_text);
 use Errno ();
 use File::Temp ();
 use POSIX ();
@@ -427,6 +427,33 @@ SKIP: {
                 }
             }
         };
+    }
+}
+
+# The readers: a handler forks during a read and the child returns into it.
+# The fd's offset is shared with the parent: a child that went on reading
+# would take the parent's data (the parent then returned a short or empty
+# file). The child dies at once instead; the parent reads it all.
+SKIP: {
+    my $why = strace_why();
+    skip $why, 1 if $why;
+    my $d = fresh_dir();
+    my $content = join '', map { "line $_\n" } 1 .. 8000;
+    spew("$d/f", $content);
+    my %reader = (file_get_contents   => 'my $r = file_get_contents($ARGV[0]); length $r',
+                  file_read_firstline => 'local $/; my $r = file_read_firstline($ARGV[0]); length $r');
+    for my $name (sort keys %reader) {
+        unlink "$d/f.child";
+        my $r = strace_call('my $parent = $$; local $SIG{ALRM} = sub { return if $$ != $parent; my $p = fork; waitpid $p, 0 if $p };'
+                            . " my \$n = eval { $reader{$name} };"
+                            . ' if ($$ != $parent) { open my $c, ">", "$ARGV[0].child" or die; print {$c} $@; close $c; POSIX::_exit(0) }'
+                            . ' die $@ unless defined $n; $n',
+                            setup => 'use POSIX ();', args => ["$d/f"], paths => ["$d/f"],
+                            inject => ['read:error=EINTR:signal=ALRM:when=1']);
+        is($r->{ret}, length $content, "$name, a handler forks and the child returns: the parent reads it all")
+            or diag $r->{err};
+        like(slurp("$d/f.child") // '', qr/\AFastFile: a process forked by a signal handler may not go on with the read of process \d+\n\z/,
+             "$name: the child died before reading");
     }
 }
 
