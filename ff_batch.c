@@ -35,6 +35,7 @@ int ff_batch_init(struct ff_batch *b, size_t n, const struct ff_options *opt,
     b->intr = intr;
     b->failed = b->dup_first = b->dup_second = FF_NONE;
     b->tail = "";
+    b->sync_fd = -1;
     b->files = n ? calloc(n, sizeof *b->files) : NULL;
     b->cap = b->files ? n : 0;
     return n && !b->files ? ENOMEM : 0;
@@ -59,33 +60,23 @@ int ff_batch_add(struct ff_batch *b, const char *path, const char *buf, size_t l
     return err;
 }
 
-/* mkdir -p of dir (mode 0777 & ~umask; another creator winning is fine),
- * remembering each directory it made, parents first. */
+/* mkdir -p of dir for files[file], remembered with the levels it made so
+ * that fsync makes them durable. The path is the batch's before a mkdir
+ * runs: a handler that dies meanwhile leaks nothing. */
 static int make_dirs(struct ff_batch *b, const char *dir, size_t file)
 {
-    struct ff_batch_made *made;
-    char *parent;
-    int err;
+    struct ff_batch_made *made = realloc(b->made, (b->nmade + 1) * sizeof *made);
 
-    FF_SYSCALL(err, b->intr, mkdir(dir, 0777));
-    if (err == ENOENT) {
-        if (!(parent = ff_dir_of(dir)))
-            return ENOMEM;
-        err = strcmp(parent, dir) ? make_dirs(b, parent, file) : ENOENT;
-        free(parent);
-        if (err)
-            return err;
-        FF_SYSCALL(err, b->intr, mkdir(dir, 0777));
-    }
-    if (err)
-        return err == EEXIST ? 0 : err;
-    if (!(made = realloc(b->made, (b->nmade + 1) * sizeof *made)))
+    if (!made)
         return ENOMEM;
     b->made = made;
-    if (!(made[b->nmade].path = strdup(dir)))
+    made += b->nmade;
+    made->levels = 0;
+    made->file = file;
+    if (!(made->path = strdup(dir)))
         return ENOMEM;
-    made[b->nmade++].file = file;
-    return 0;
+    b->nmade++;
+    return ff_mkdir_p(made->path, &made->levels, b->intr);
 }
 
 static size_t leaf_at(const char *path)
@@ -398,17 +389,7 @@ static int sync_dirs(struct ff_batch *b)
     int err;
 
     for (k = 0; k < b->nmade; k++) {
-        char *parent = ff_dir_of(b->made[k].path);
-        int fd = -1;
-
-        err = parent ? 0 : ENOMEM;
-        if (!err)
-            FF_SYSCALL(err, b->intr, fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-        free(parent);
-        if (!err) {
-            FF_SYSCALL(err, b->intr, fsync(fd));
-            close(fd);
-        }
+        err = ff_sync_parents(b->made[k].path, b->made[k].levels, &b->sync_fd, b->intr);
         if (err && !FF_CANNOT_SYNC(err)) {
             b->failed = b->made[k].file;
             b->files[b->failed].a.step = FF_STEP_SYNC_DIR;
@@ -513,6 +494,10 @@ void ff_batch_discard(struct ff_batch *b)
         if (b->dirs[i].fd >= 0)
             close(b->dirs[i].fd);
         free(b->dirs[i].path);
+    }
+    if (b->sync_fd >= 0) {
+        close(b->sync_fd);
+        b->sync_fd = -1;
     }
     for (i = 0; i < b->nmade; i++)
         free(b->made[i].path);

@@ -46,7 +46,8 @@ struct ff_batch_dir {
 /* A directory the mkdir option created: with fsync, its parent is synced
  * too, or the new directory (and all in it) could vanish in a crash. */
 struct ff_batch_made {
-    char *path;
+    char *path;             /* a directory that was missing */
+    int levels;             /* how many of its last levels were made */
     size_t file;            /* the file that needed it (for messages) */
 };
 
@@ -58,8 +59,9 @@ struct ff_batch {
     size_t cap;
     struct ff_batch_dir *dirs;
     size_t ndirs;
-    struct ff_batch_made *made;  /* parents first */
+    struct ff_batch_made *made;
     size_t nmade;
+    int sync_fd;            /* a made directory's parent while it is synced, or -1 */
     size_t failed;          /* the file whose step failed: files[failed].a.step */
     size_t renamed;         /* after a rename failed: files[0..renamed) are
                              * replaced (those not unchanged) */

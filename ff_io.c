@@ -210,20 +210,17 @@ static int create_temp(struct ff_atomic *a)
     return err;
 }
 
-/* mkdir -p of the directory path in a->step_mem, which it cuts and mends in
- * place (no allocation a die could leak): mode 0777 & ~umask; another
- * creator winning is fine. */
-static int mkdir_p(struct ff_atomic *a)
+int ff_mkdir_p(char *dir, int *made, const struct ff_eintr *intr)
 {
-    char *dir = a->step_mem;
     size_t len = strlen(dir);
     int err;
 
+    *made = 0;
     /* up: cut off the last component until a mkdir finds its parent */
     for (;;) {
         char *slash;
 
-        FF_SYSCALL(err, a->intr, mkdir(dir, 0777));
+        FF_SYSCALL(err, intr, mkdir(dir, 0777));
         if (err != ENOENT)
             break;
         slash = strrchr(dir, '/');
@@ -235,14 +232,14 @@ static int mkdir_p(struct ff_atomic *a)
     }
     if (err && err != EEXIST)
         return err;
-    a->dirs_made = !err;
+    *made = !err;
     /* down: put each cut back, creating that level */
     while (strlen(dir) < len) {
         dir[strlen(dir)] = '/';
-        FF_SYSCALL(err, a->intr, mkdir(dir, 0777));
+        FF_SYSCALL(err, intr, mkdir(dir, 0777));
         if (err && err != EEXIST)
             return err;
-        a->dirs_made++;     /* made here or by a racing creator: ours to sync */
+        ++*made;            /* made here or by a racing creator: ours to sync */
     }
     return 0;
 }
@@ -287,7 +284,7 @@ int ff_atomic_create(struct ff_atomic *a, long pid)
     if (err == ENOENT && a->opt.mkdir && a->target[strlen(a->target) - 1] != '/') {
         a->step = FF_STEP_MKDIR;
         a->step_mem = dir_of(a->target);
-        err = a->step_mem ? mkdir_p(a) : ENOMEM;
+        err = a->step_mem ? ff_mkdir_p(a->step_mem, &a->dirs_made, a->intr) : ENOMEM;
         release_step(a);
         if (err)
             return err;
@@ -487,28 +484,41 @@ static void cut_to_parent(char *dir)
         slash[slash == dir] = '\0';     /* keep the root's own "/" */
 }
 
+/* open and fsync the directory dir; the fd is in *fd meanwhile. */
+static int sync_one_dir(const char *dir, int *fd, const struct ff_eintr *intr)
+{
+    int err;
+
+    FF_SYSCALL(err, intr, *fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (err)
+        return err;
+    FF_SYSCALL(err, intr, fsync(*fd));
+    ff_close_read(*fd);
+    *fd = -1;
+    return err == EINVAL || err == ENOSYS ? 0 : err;    /* cannot sync: not an error */
+}
+
+int ff_sync_parents(char *dir, int levels, int *fd, const struct ff_eintr *intr)
+{
+    int err = 0;
+
+    while (levels-- > 0 && !err) {
+        cut_to_parent(dir);
+        err = sync_one_dir(dir, fd, intr);
+    }
+    return err;
+}
+
 /* fsync the target's directory, then, for each level mkdir made, the parent
  * that holds it: a new directory is only durable once its entry is. */
 static int sync_dirs(struct ff_atomic *a)
 {
-    int level, err = 0;
+    int err;
 
     a->step_mem = dir_of(a->target);
-    if (!a->step_mem)
-        return ENOMEM;
-    for (level = 0; level <= a->dirs_made && !err; level++) {
-        if (level)
-            cut_to_parent(a->step_mem);
-        FF_SYSCALL(err, a->intr,
-                   a->step_fd = open(a->step_mem, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-        if (!err) {
-            FF_SYSCALL(err, a->intr, fsync(a->step_fd));
-            if (err == EINVAL || err == ENOSYS)     /* cannot sync: not an error */
-                err = 0;
-            ff_close_read(a->step_fd);
-            a->step_fd = -1;
-        }
-    }
+    err = a->step_mem ? sync_one_dir(a->step_mem, &a->step_fd, a->intr) : ENOMEM;
+    if (!err)
+        err = ff_sync_parents(a->step_mem, a->dirs_made, &a->step_fd, a->intr);
     release_step(a);
     return err;
 }

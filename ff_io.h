@@ -182,6 +182,18 @@ void ff_close_read(int fd);
 
 /* The directory part of path as a new string ("." when there is none). */
 char *ff_dir_of(const char *path);
+
+/* mkdir -p of dir (mode 0777 & ~umask; another creator winning is fine),
+ * cutting and mending the caller's buffer in place: nothing to leak if a
+ * signal handler dies meanwhile. *made: the levels made (the last ones of
+ * dir), to be made durable with ff_sync_parents. */
+int ff_mkdir_p(char *dir, int *made, const struct ff_eintr *intr);
+
+/* fsync the first `levels` ancestors of the directory dir (the parents of
+ * the levels ff_mkdir_p made), cutting dir in place. The open directory is
+ * in *fd while it is synced, so the owner's cleanup can close it after a
+ * die; -1 otherwise. EINVAL and ENOSYS (cannot sync) are not errors. */
+int ff_sync_parents(char *dir, int levels, int *fd, const struct ff_eintr *intr);
 /* preserve: owner, then mode, of a->old onto the open temp. */
 int ff_atomic_preserve(struct ff_atomic *a);
 /* noclobber: rename a->temp to a->target without replacing anything. */

@@ -345,4 +345,27 @@ SKIP: {
     is_deeply([ temps_in($dir) ], [], '... no temp left');
 }
 
+# a handler that dies in a directory step (mkdir, the fsync of a made
+# directory's parent) leaves no fd behind: what such a step holds is the
+# batch's, released by its cleanup
+SKIP: {
+    my $why = strace_why();
+    skip $why, 1 if $why;
+    for my $step ('mkdir', 'fsync') {
+        my $base = "$dir/leak-$step";
+        my $r = strace_call('my $fds = sub { opendir my $d, "/proc/self/fd" or return -1; scalar grep { /^\d+$/ } readdir $d };'
+                            . ' local $SIG{ALRM} = sub { die "timeout\n" }; my $n0 = $fds->();'
+                            . ' eval { FastFile::file_set_contents_many(\@l, { mkdir => 1, fsync => 1 }) }; my $e = $@;'
+                            . ' print "fds $n0 ", $fds->(), "\n"; die $e if $e',
+                            setup => 'my @l = map { ($_ => "new") } @ARGV;', args => ["$base/a/b/f1", "$base/a/b/f2"],
+                            paths => ["$base/a", "$base/a/b"],    # perl's (or ASan's) own calls are not hit
+                            inject => ["$step:error=EINTR:signal=SIGALRM:when=" . ($step eq 'mkdir' ? 2 : 1)]);
+        is($r->{err}, "timeout\n", "$step: the handler's die propagates") or diag $r->{stderr};
+        my ($before, $after) = $r->{stdout} =~ /fds (\d+) (\d+)/;
+        is($after, $before, "$step: no fd left behind");
+        ok(!-e "$base/a/b/f1" && !-e "$base/a/b/f2" || $step eq 'fsync', "$step: no target made");
+        is_deeply([ -d "$base/a/b" ? temps_in("$base/a/b") : () ], [], "$step: no temp left");
+    }
+}
+
 done_testing;
