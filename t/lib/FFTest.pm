@@ -30,9 +30,15 @@ use POSIX ();
 
 our @ISA = ('Exporter');
 our @EXPORT_OK = qw(tempdir slurp spew temps_in state_of check_error which errno_text inc_args
-                    run_perl in_child warnings_of no_warnings strace_why strace_call strace_calls calls_named io_calls ncpu);
+                    run_perl in_child warnings_of no_warnings strace_why strace_call strace_calls calls_named io_calls ncpu
+                    full_testing);
 
 our $PID = 4242;    # the $$ traced children pretend to have
+
+# True when the long loops (every crash point, every fuzz seed, every fault
+# variant) are to run in full, as CPAN's convention asks (RELEASE_TESTING or
+# AUTHOR_TESTING); otherwise a test runs a fixed, representative sample.
+sub full_testing { return !!($ENV{RELEASE_TESTING} || $ENV{AUTHOR_TESTING}) }
 
 # ------------------------------------------------------------ warnings
 
