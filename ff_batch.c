@@ -2,30 +2,48 @@
  *
  * Per file without fsync: fstatat (is the target a directory? preserve and
  * if_changed need it anyway), openat, write, close, renameat, all relative
- * to one fd of its directory, so the kernel walks the path once per
+ * to an fd of its directory, so the kernel walks the path once per
  * directory, not twice per file. With fsync: sync_file_range starts each
  * temp's writeback as soon as it is written, fdatasync of each then mostly
  * finds its data on disk already (one journal commit serves many), and
  * each directory is fsynced once after the renames. bench/barrier.c
  * measured the alternatives.
+ *
+ * Directories are grouped by name with one sort of the runs of files that
+ * share one (a batch in one directory sorts nothing), told apart by device
+ * and inode with one sort of the directories, and targets given twice are
+ * found with a hash: nothing compares every pair.
  */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE     /* sync_file_range */
+#define _GNU_SOURCE     /* sync_file_range, O_PATH */
 #endif
 #include "ff_batch.h"
 #include "ff_syscall.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/resource.h>
 
-#define FF_NONE ((size_t)-1)
+#define FF_NONE FF_BATCH_NONE
+
+/* A directory is opened only to look names up in it: O_PATH needs no read
+ * permission (a 0300 directory works, as with file_set_contents). */
+#ifdef O_PATH
+#define FF_DIR_FLAGS (O_PATH | O_DIRECTORY | O_CLOEXEC)
+#else
+#define FF_DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+#endif
 
 /* "cannot do that here" answers of the sync calls: not errors */
 #define FF_CANNOT_SYNC(err) ((err) == EINVAL || (err) == ENOSYS || (err) == EOPNOTSUPP)
+
+#define LEAF(f) ((f)->a.target + (f)->leaf)
+#define TEMP_LEAF(f) ((f)->a.temp + (f)->leaf)
 
 int ff_batch_init(struct ff_batch *b, size_t n, const struct ff_options *opt,
                   const struct ff_eintr *intr)
@@ -33,7 +51,7 @@ int ff_batch_init(struct ff_batch *b, size_t n, const struct ff_options *opt,
     memset(b, 0, sizeof *b);
     b->opt = *opt;
     b->intr = intr;
-    b->failed = b->dup_first = b->dup_second = FF_NONE;
+    b->failed = b->failed_dir = b->dup_first = b->dup_second = FF_NONE;
     b->tail = "";
     b->sync_fd = -1;
     b->files = n ? calloc(n, sizeof *b->files) : NULL;
@@ -60,131 +78,218 @@ int ff_batch_add(struct ff_batch *b, const char *path, const char *buf, size_t l
     return err;
 }
 
-/* mkdir -p of dir for files[file], remembered with the levels it made so
- * that fsync makes them durable. The path is the batch's before a mkdir
- * runs: a handler that dies meanwhile leaks nothing. */
-static int make_dirs(struct ff_batch *b, const char *dir, size_t file)
-{
-    struct ff_batch_made *made = realloc(b->made, (b->nmade + 1) * sizeof *made);
+/* ---- names ---- */
 
-    if (!made)
+/* The temp's name: "<target>" + suffix (".tmp.<pid>", made once per
+ * batch), room left for a random suffix; where the leaf starts, and the
+ * length of the directory part as ff_dir_of cuts it (0: "."). */
+static int name_temp(struct ff_batch_file *f, const char *suffix, size_t suffix_len)
+{
+    const char *t = f->a.target, *slash = strrchr(t, '/');
+    size_t len = strlen(t);
+
+    f->leaf = slash ? (size_t)(slash + 1 - t) : 0;
+    if (slash) {
+        while (slash > t && slash[-1] == '/')
+            slash--;
+        f->dir_len = slash == t ? 1 : (size_t)(slash - t);     /* "/x": "/" */
+    }
+    if (!(f->a.temp = malloc(len + suffix_len + FF_TEMP_SUFFIX_MAX)))
         return ENOMEM;
-    b->made = made;
-    made += b->nmade;
-    made->levels = 0;
-    made->file = file;
-    if (!(made->path = strdup(dir)))
-        return ENOMEM;
-    b->nmade++;
-    return ff_mkdir_p(made->path, &made->levels, b->intr);
-}
-
-static size_t leaf_at(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    return slash ? (size_t)(slash + 1 - path) : 0;
-}
-
-#define LEAF(f) ((f)->a.target + (f)->leaf)
-#define TEMP_LEAF(f) ((f)->a.temp + (f)->leaf)
-
-static int stat_dir(struct ff_batch_dir *d)
-{
-    struct stat st;
-
-    if (d->statted)
-        return 0;
-    if (fstat(d->fd, &st) < 0)
-        return errno;
-    d->dev = st.st_dev;
-    d->ino = st.st_ino;
-    d->statted = 1;
+    memcpy(f->a.temp, t, len);
+    memcpy(f->a.temp + len, suffix, suffix_len + 1);
     return 0;
 }
 
-/* The directory of files[i] as an index into b->dirs, opened once per
- * name; two names of one directory share the first one's fd. */
-static int open_dir(struct ff_batch *b, size_t i)
+static int same_dir_name(const struct ff_batch_file *x, const struct ff_batch_file *y)
 {
-    struct ff_batch_file *f = &b->files[i];
-    struct ff_atomic *a = &f->a;
-    struct ff_batch_dir *d;
-    char *path;
-    size_t k;
+    return x->dir_len == y->dir_len && memcmp(x->a.target, y->a.target, x->dir_len) == 0;
+}
+
+static int cmp_dir_name(const struct ff_batch_file *x, const struct ff_batch_file *y)
+{
+    size_t n = x->dir_len < y->dir_len ? x->dir_len : y->dir_len;
+    int c = memcmp(x->a.target, y->a.target, n);
+    return c ? c : (x->dir_len > y->dir_len) - (x->dir_len < y->dir_len);
+}
+
+/* files[start .. start + len): consecutive files in one directory (qsort has
+ * no context argument: each run carries the files) */
+struct ff_run { const struct ff_batch_file *files; size_t start, len; };
+
+static int cmp_run(const void *x, const void *y)
+{
+    const struct ff_run *p = x, *q = y;
+    int c = cmp_dir_name(&p->files[p->start], &q->files[q->start]);
+    return c ? c : (p->start > q->start) - (p->start < q->start);
+}
+
+/* b->order: the files grouped by directory name; b->dirs: one per name,
+ * in name order (a parent before its subdirectories: mkdir relies on it). */
+static int group_by_dir(struct ff_batch *b)
+{
+    struct ff_run *runs;
+    size_t nruns = 0, i, j, k;
+
+    if (!(b->order = malloc(b->n * sizeof *b->order)) || !(runs = malloc(b->n * sizeof *runs)))
+        return ENOMEM;
+    for (i = 0; i < b->n; i++) {
+        if (i == 0 || !same_dir_name(&b->files[i - 1], &b->files[i])) {
+            runs[nruns].files = b->files;
+            runs[nruns].start = i;
+            runs[nruns++].len = 0;
+        }
+        runs[nruns - 1].len++;
+    }
+    if (nruns > 1)
+        qsort(runs, nruns, sizeof *runs, cmp_run);
+    if (!(b->dirs = calloc(nruns, sizeof *b->dirs))) {
+        free(runs);
+        return ENOMEM;
+    }
+    for (i = j = 0; i < nruns; i++) {
+        const struct ff_batch_file *first = &b->files[runs[i].start];
+        struct ff_batch_dir *d = &b->dirs[b->ndirs];
+
+        if (i == 0 || !same_dir_name(&b->files[runs[i - 1].start], first)) {
+            size_t len = first->dir_len ? first->dir_len : 1;
+            d->fd = -1;
+            d->same_as = b->ndirs;
+            d->first = j;
+            if (!(d->path = malloc(len + 1))) {
+                free(runs);
+                return ENOMEM;
+            }
+            memcpy(d->path, first->dir_len ? first->a.target : ".", len);
+            d->path[len] = '\0';
+            b->ndirs++;
+        }
+        d = &b->dirs[b->ndirs - 1];
+        for (k = runs[i].start; k < runs[i].start + runs[i].len; k++) {
+            b->order[j++] = k;
+            b->files[k].dir = b->ndirs - 1;
+            d->count++;
+        }
+    }
+    free(runs);
+    return 0;
+}
+
+/* ---- the directory cache: at most cache_cap O_PATH fds ---- */
+
+static size_t fd_budget(void)
+{
+    struct rlimit rl;
+    size_t limit = 1024;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+        limit = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (rlim_t)1 << 20 ? (size_t)1 << 20
+                                                                             : (size_t)rl.rlim_cur;
+    /* a quarter for the batch, the rest for the process that calls it */
+    return limit / 4 < 2 ? 2 : limit / 4;
+}
+
+static int make_cache(struct ff_batch *b)
+{
+    /* a few files cannot hold many fds: no getrlimit for them */
+    size_t budget = b->n <= 4 ? 2 * b->n : fd_budget(), i;
+
+    if (b->opt.fsync) {
+        b->window_cap = budget / 2 < 1 ? 1 : budget / 2 > FF_BATCH_OPEN_MAX ? FF_BATCH_OPEN_MAX : budget / 2;
+        if (!(b->window = malloc(b->window_cap * sizeof *b->window)))
+            return ENOMEM;
+    }
+    b->cache_cap = budget - b->window_cap;
+    if (b->cache_cap < 1)
+        b->cache_cap = 1;
+    if (b->cache_cap > FF_BATCH_DIRS_MAX)
+        b->cache_cap = FF_BATCH_DIRS_MAX;
+    if (b->cache_cap > b->ndirs)
+        b->cache_cap = b->ndirs;
+    if (!(b->cache = malloc(b->cache_cap * sizeof *b->cache)))
+        return ENOMEM;
+    for (i = 0; i < b->cache_cap; i++)
+        b->cache[i] = FF_NONE;
+    return 0;
+}
+
+static void close_dir(struct ff_batch *b, size_t slot)
+{
+    struct ff_batch_dir *d = &b->dirs[b->cache[slot]];
+
+    ff_close_read(d->fd);
+    d->fd = -1;
+    b->cache[slot] = FF_NONE;
+}
+
+/* Out of fds (EMFILE): close a cached directory other than dirs[keep]. */
+static int evict_one(struct ff_batch *b, size_t keep)
+{
+    size_t i;
+
+    for (i = 0; i < b->cache_cap; i++)
+        if (b->cache[i] != FF_NONE && b->cache[i] != keep) {
+            close_dir(b, i);
+            return 1;
+        }
+    return 0;
+}
+
+/* dirs[k]'s fd, opened into the cache if it is not there. A directory seen
+ * before must be the same one (it may have been moved meanwhile: then its
+ * name leads elsewhere): ESTALE if not. */
+static int dir_fd(struct ff_batch *b, size_t k, const struct ff_eintr *intr)
+{
+    struct ff_batch_dir *d = &b->dirs[k];
+    size_t slot = b->cache_next;
+    struct stat st;
     int err;
 
-    if (i > 0 && f[-1].leaf == f->leaf && memcmp(f[-1].a.target, a->target, f->leaf) == 0) {
-        f->dir = f[-1].dir;         /* the usual case: as the file before */
+    if (d->fd >= 0)
         return 0;
-    }
-    if (!(path = ff_dir_of(a->target)))
-        return ENOMEM;
-    for (k = 0; k < b->ndirs; k++)
-        if (strcmp(b->dirs[k].path, path) == 0) {
-            free(path);
-            b->files[i].dir = b->dirs[k].same_as;
-            return 0;
-        }
-    if (!(b->ndirs & (b->ndirs - 1))) {     /* 0, 1, 2, 4, ...: grow */
-        struct ff_batch_dir *dirs = realloc(b->dirs, (b->ndirs ? 2 * b->ndirs : 1) * sizeof *dirs);
-        if (!dirs) {
-            free(path);
-            return ENOMEM;
-        }
-        b->dirs = dirs;
-    }
-    d = &b->dirs[b->ndirs];
-    memset(d, 0, sizeof *d);
-    d->path = path;
-    d->same_as = b->ndirs;
-    b->ndirs++;
-
-    a->step = FF_STEP_OPEN;     /* worded as the temp's open, as a single call would */
-    FF_SYSCALL(err, b->intr, d->fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (err == ENOENT && b->opt.mkdir) {
-        a->step = FF_STEP_MKDIR;
-        if ((err = make_dirs(b, path, i)))
-            return err;
-        a->step = FF_STEP_OPEN;
-        FF_SYSCALL(err, b->intr, d->fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    }
+    if (b->cache[slot] != FF_NONE)
+        close_dir(b, slot);
+    do
+        FF_SYSCALL(err, intr, d->fd = open(d->path, FF_DIR_FLAGS));
+    while (err == EMFILE && evict_one(b, k));
     if (err) {
         d->fd = -1;
         return err;
     }
-    /* another name of a directory we have: one fd, one fsync. Only asked
-     * when there are two names, so a batch in one directory pays nothing. */
-    if (b->ndirs > 1) {
-        a->step = FF_STEP_STAT;
-        if ((err = stat_dir(&b->dirs[0])) || (err = stat_dir(d)))
+    if (d->statted || b->ndirs > 1) {   /* one directory: nothing to tell apart */
+        if (fstat(d->fd, &st) < 0) {
+            err = errno;
+            ff_close_read(d->fd);
+            d->fd = -1;
             return err;
-        for (k = 0; k + 1 < b->ndirs; k++)
-            if (b->dirs[k].same_as == k && stat_dir(&b->dirs[k]) == 0
-                && b->dirs[k].dev == d->dev && b->dirs[k].ino == d->ino) {
-                close(d->fd);
-                d->fd = -1;
-                d->same_as = k;
-                break;
-            }
+        }
+        if (d->statted && (st.st_dev != d->dev || st.st_ino != d->ino)) {
+            ff_close_read(d->fd);
+            d->fd = -1;
+            return ESTALE;
+        }
+        d->dev = st.st_dev;
+        d->ino = st.st_ino;
+        d->statted = 1;
     }
-    b->files[i].dir = d->same_as;
-    a->step = FF_STEP_NONE;
+    b->cache[slot] = k;
+    b->cache_next = (slot + 1) % b->cache_cap;
     return 0;
 }
+
+/* ---- looking: nothing is changed ---- */
 
 /* The old target: not a directory, absent under noclobber, its stat kept
  * for preserve and if_changed. */
 static int look_at_target(struct ff_batch *b, size_t i)
 {
     struct ff_atomic *a = &b->files[i].a;
-    const char *leaf = LEAF(&b->files[i]);
     struct stat st;
     int err;
 
-    if (!*leaf)         /* "dir/": names a directory */
-        return EISDIR;
     a->step = FF_STEP_STAT;
-    FF_SYSCALL(err, b->intr, fstatat(b->dirs[b->files[i].dir].fd, leaf, &st, AT_SYMLINK_NOFOLLOW));
+    FF_SYSCALL(err, b->intr, fstatat(b->dirs[b->files[i].dir].fd, LEAF(&b->files[i]), &st,
+                                     AT_SYMLINK_NOFOLLOW));
     if (err == ENOENT) {
         a->step = FF_STEP_NONE;
         return 0;
@@ -205,80 +310,154 @@ static int look_at_target(struct ff_batch *b, size_t i)
     return 0;
 }
 
-/* qsort context: C has none, so the files go in with each index */
-struct ff_key { const struct ff_batch_file *f; size_t i; };
-
-static int cmp_key(const void *x, const void *y)
+/* Each directory opened once (a missing one, with mkdir, noted for later)
+ * and its targets looked at. */
+static int look_at_dirs(struct ff_batch *b)
 {
-    const struct ff_key *p = x, *q = y;
-    if (p->f->dir != q->f->dir)
-        return p->f->dir < q->f->dir ? -1 : 1;
-    int c = strcmp(LEAF(p->f), LEAF(q->f));
-    return c ? c : p->i < q->i ? -1 : p->i > q->i;
-}
+    size_t k, j;
+    int err;
 
-/* Two entries for one name in one directory: the second would silently
- * replace the first. */
-static int find_duplicate(struct ff_batch *b)
-{
-    struct ff_key *keys;
-    size_t i;
+    for (k = 0; k < b->ndirs; k++) {
+        struct ff_batch_dir *d = &b->dirs[k];
 
-    if (b->n < 2)
-        return 0;
-    if (!(keys = malloc(b->n * sizeof *keys)))
-        return ENOMEM;
-    for (i = 0; i < b->n; i++) {
-        keys[i].f = &b->files[i];
-        keys[i].i = i;
+        b->failed_dir = k;
+        b->dir_step = FF_DIR_OPEN;
+        err = dir_fd(b, k, b->intr);
+        if (err == ENOENT && b->opt.mkdir) {
+            d->missing = 1;     /* made once every pair has passed */
+            continue;
+        }
+        if (err)
+            return err;
+        b->failed_dir = FF_NONE;
+        b->dir_step = FF_DIR_NONE;
+        for (j = d->first; j < d->first + d->count; j++) {
+            b->failed = b->order[j];
+            if ((err = look_at_target(b, b->order[j])))
+                return err;
+        }
+        b->failed = FF_NONE;
     }
-    qsort(keys, b->n, sizeof *keys, cmp_key);
-    for (i = 1; i < b->n; i++)
-        if (keys[i].f->dir == keys[i - 1].f->dir
-            && strcmp(LEAF(keys[i].f), LEAF(keys[i - 1].f)) == 0)
-            break;
-    if (i < b->n) {
-        b->dup_first = keys[i - 1].i;
-        b->dup_second = keys[i].i;
-    }
-    free(keys);
-    return i < b->n ? EINVAL : 0;
-}
-
-/* The temp's name: "<target>" + suffix (".tmp.<pid>", made once per
- * batch), room left for a random suffix. */
-static int name_temp(struct ff_batch_file *f, const char *suffix, size_t suffix_len)
-{
-    size_t len = strlen(f->a.target);
-
-    f->leaf = leaf_at(f->a.target);
-    if (!(f->a.temp = malloc(len + suffix_len + FF_TEMP_SUFFIX_MAX)))
-        return ENOMEM;
-    memcpy(f->a.temp, f->a.target, len);
-    memcpy(f->a.temp + len, suffix, suffix_len + 1);
+    b->failed_dir = FF_NONE;
+    b->dir_step = FF_DIR_NONE;
     return 0;
 }
 
-/* Create the temp relative to its directory's fd. As in a single call, an
- * existing temp name is never touched: a random suffix is tried instead. */
-static int create_temp(struct ff_batch *b, size_t i)
+static int cmp_dev_ino(const void *x, const void *y)
 {
-    struct ff_atomic *a = &b->files[i].a;
-    int dirfd = b->dirs[b->files[i].dir].fd;
-    size_t base_len = strlen(a->temp);
-    int err, tries;
+    const struct ff_batch_dir *p = *(const struct ff_batch_dir *const *)x;
+    const struct ff_batch_dir *q = *(const struct ff_batch_dir *const *)y;
 
-    a->step = FF_STEP_OPEN;
-    FF_SYSCALL(err, b->intr, a->fd = openat(dirfd, TEMP_LEAF(&b->files[i]), FF_TEMP_FLAGS, b->opt.perm));
-    for (tries = 0; err == EEXIST && tries < FF_TEMP_TRIES; tries++) {
-        snprintf(a->temp + base_len, FF_TEMP_SUFFIX_MAX, ".%016llx", ff_random_bits());
-        FF_SYSCALL(err, b->intr, a->fd = openat(dirfd, TEMP_LEAF(&b->files[i]), FF_TEMP_FLAGS, b->opt.perm));
+    if (p->dev != q->dev)
+        return p->dev < q->dev ? -1 : 1;
+    if (p->ino != q->ino)
+        return p->ino < q->ino ? -1 : 1;
+    return (p > q) - (p < q);
+}
+
+/* Two names of one directory: one stands for both (one fd, one fsync, and
+ * a target given under both names is found by find_duplicate). */
+static int merge_same_dirs(struct ff_batch *b)
+{
+    struct ff_batch_dir **byid;
+    size_t k, m = 0;
+
+    if (b->ndirs < 2)
+        return 0;
+    if (!(byid = malloc(b->ndirs * sizeof *byid)))
+        return ENOMEM;
+    for (k = 0; k < b->ndirs; k++)
+        if (b->dirs[k].statted)
+            byid[m++] = &b->dirs[k];
+    qsort(byid, m, sizeof *byid, cmp_dev_ino);
+    for (k = 0; k < m; k++)
+        byid[k]->same_as = k > 0 && byid[k]->dev == byid[k - 1]->dev && byid[k]->ino == byid[k - 1]->ino
+                           ? byid[k - 1]->same_as : (size_t)(byid[k] - b->dirs);
+    free(byid);
+    for (k = 0; k < b->n; k++)
+        b->files[k].dir = b->dirs[b->files[k].dir].same_as;
+    return 0;
+}
+
+/* Two entries for one name in one directory: the second would silently
+ * replace the first. A hash of (directory, leaf). */
+static int find_duplicate(struct ff_batch *b)
+{
+    size_t size = 16, mask, i, *slots;
+
+    if (b->n < 2)
+        return 0;
+    while (size < 2 * b->n)
+        size *= 2;
+    mask = size - 1;
+    if (!(slots = calloc(size, sizeof *slots)))     /* file index + 1; 0: empty */
+        return ENOMEM;
+    for (i = 0; i < b->n; i++) {
+        const struct ff_batch_file *f = &b->files[i];
+        const unsigned char *p = (const unsigned char *)LEAF(f);
+        uint64_t h = 1469598103934665603ULL ^ (uint64_t)f->dir * 0x9e3779b97f4a7c15ULL;
+        size_t s;
+
+        while (*p)
+            h = (h ^ *p++) * 1099511628211ULL;
+        for (s = (size_t)h & mask; slots[s]; s = (s + 1) & mask) {
+            const struct ff_batch_file *g = &b->files[slots[s] - 1];
+            if (g->dir == f->dir && strcmp(LEAF(g), LEAF(f)) == 0) {
+                b->dup_first = slots[s] - 1;
+                b->dup_second = i;
+                free(slots);
+                return EINVAL;
+            }
+        }
+        slots[s] = i + 1;
     }
-    if (err) {
-        a->fd = -1;
+    free(slots);
+    return 0;
+}
+
+/* ---- changing: directories made, temps written ---- */
+
+/* mkdir -p of each missing directory, parents first (dirs are in name
+ * order), each remembered with the levels it made: fsync makes them
+ * durable, a failure removes them. */
+static int make_dirs(struct ff_batch *b)
+{
+    size_t k;
+    int err, any = 0;
+
+    for (k = 0; k < b->ndirs; k++) {
+        struct ff_batch_dir *d = &b->dirs[k];
+        struct ff_batch_made *made;
+
+        if (!d->missing)
+            continue;
+        b->failed_dir = k;
+        b->dir_step = FF_DIR_MKDIR;
+        if (!b->made && !(b->made = calloc(b->ndirs, sizeof *b->made)))
+            return ENOMEM;
+        made = &b->made[b->nmade];
+        if (!(made->path = strdup(d->path)))
+            return ENOMEM;
+        b->nmade++;
+        /* the path is the batch's before a mkdir runs: a handler that dies
+         * meanwhile leaks nothing, and discard removes what was made */
+        made->len = strlen(made->path);
+        made->dir = k;
+        if ((err = ff_mkdir_p(made->path, &made->levels, b->intr))) {
+            b->failed_path = made->path;    /* cut at the level that failed */
+            return err;
+        }
+        d->missing = 0;
+        b->dir_step = FF_DIR_OPEN;
+        if ((err = dir_fd(b, k, b->intr)))
+            return err;
+        any = 1;
+    }
+    b->failed_dir = FF_NONE;
+    b->dir_step = FF_DIR_NONE;
+    /* two names of one new directory could only be told apart now */
+    if (any && ((err = merge_same_dirs(b)) || (err = find_duplicate(b))))
         return err;
-    }
-    a->created = 1;
     return 0;
 }
 
@@ -294,38 +473,72 @@ static int close_temp(struct ff_atomic *a)
     return err;
 }
 
-/* The barrier over files[from..to): fdatasync each (their writeback was
- * started as they were written), then close them. */
-static int barrier(struct ff_batch *b, size_t from, size_t to)
+/* The barrier over the temps of the window: fdatasync each (their
+ * writeback was started as they were written), then close them. */
+static int barrier(struct ff_batch *b)
 {
-    size_t i;
+    size_t w;
     int err;
 
-    for (i = from; i < to; i++) {
-        struct ff_atomic *a = &b->files[i].a;
+    for (w = 0; w < b->window_n; w++) {
+        struct ff_atomic *a = &b->files[b->window[w]].a;
 
-        if (a->fd < 0)
-            continue;       /* unchanged */
         a->step = FF_STEP_SYNC;
         FF_SYSCALL(err, b->intr, fdatasync(a->fd));
         if (err && !FF_CANNOT_SYNC(err)) {
-            b->failed = i;
+            b->failed = b->window[w];
             return err;
         }
     }
-    for (i = from; i < to; i++) {
-        struct ff_atomic *a = &b->files[i].a;
+    for (w = 0; w < b->window_n; w++) {
+        if ((err = close_temp(&b->files[b->window[w]].a))) {
+            b->failed = b->window[w];
+            return err;
+        }
+    }
+    b->window_n = 0;
+    return 0;
+}
 
-        if (a->fd >= 0 && (err = close_temp(a))) {
-            b->failed = i;
-            return err;
+/* Create the temp relative to its directory's fd. As in a single call, an
+ * existing temp name is never touched: a random suffix is tried instead.
+ * Out of fds, the window's barrier runs early, or a directory leaves the
+ * cache. */
+static int create_temp(struct ff_batch *b, size_t i)
+{
+    struct ff_batch_file *f = &b->files[i];
+    struct ff_atomic *a = &f->a;
+    size_t base_len = strlen(a->temp);
+    int err, tries = 0;
+
+    for (;;) {
+        FF_SYSCALL(err, b->intr, a->fd = openat(b->dirs[f->dir].fd, TEMP_LEAF(f), FF_TEMP_FLAGS,
+                                                b->opt.perm));
+        if (err == EEXIST && tries++ < FF_TEMP_TRIES) {
+            snprintf(a->temp + base_len, FF_TEMP_SUFFIX_MAX, ".%016llx", ff_random_bits());
+            continue;
         }
+        if (err == EMFILE && b->window_n > 0) {
+            if ((err = barrier(b)))
+                return err;     /* b->failed names the temp that failed */
+            b->failed = i;
+            a->step = FF_STEP_OPEN;
+            continue;
+        }
+        if (err == EMFILE && evict_one(b, f->dir))
+            continue;
+        break;
     }
+    if (err) {
+        a->fd = -1;
+        return err;
+    }
+    a->created = 1;
     return 0;
 }
 
 /* Create and fill files[i]'s temp (or find it unchanged). With fsync the
- * temp stays open for the barrier, its writeback already started. */
+ * temp stays open for the window's barrier, its writeback already started. */
 static int write_temp(struct ff_batch *b, size_t i)
 {
     struct ff_batch_file *f = &b->files[i];
@@ -336,6 +549,12 @@ static int write_temp(struct ff_batch *b, size_t i)
         f->unchanged = 1;
         return 0;
     }
+    if ((err = dir_fd(b, f->dir, b->intr))) {
+        b->failed_dir = f->dir;
+        b->dir_step = err == ESTALE ? FF_DIR_CHANGED : FF_DIR_OPEN;
+        return err;
+    }
+    a->step = FF_STEP_OPEN;
     if ((err = create_temp(b, i)))
         return err;
     a->step = FF_STEP_WRITE;
@@ -347,13 +566,34 @@ static int write_temp(struct ff_batch *b, size_t i)
         return close_temp(a);
     a->step = FF_STEP_SYNC;
     FF_SYSCALL(err, b->intr, sync_file_range(a->fd, 0, 0, SYNC_FILE_RANGE_WRITE));
-    return err && !FF_CANNOT_SYNC(err) && err != ESPIPE ? err : 0;
+    if (err && !FF_CANNOT_SYNC(err) && err != ESPIPE)
+        return err;
+    b->window[b->window_n++] = i;
+    return b->window_n == b->window_cap ? barrier(b) : 0;
 }
+
+static int write_all(struct ff_batch *b)
+{
+    size_t j;
+    int err;
+
+    for (j = 0; j < b->n; j++) {
+        b->failed = b->order[j];
+        if ((err = write_temp(b, b->order[j])))
+            return err;
+    }
+    b->failed = FF_NONE;
+    if (b->window_n && (err = barrier(b)))
+        return err;
+    return 0;
+}
+
+/* ---- publishing: no intr callback runs from here on ---- */
 
 static int rename_all(struct ff_batch *b)
 {
     size_t i;
-    int err;
+    int err, unsupported;
 
     for (i = 0; i < b->n; i++) {
         struct ff_batch_file *f = &b->files[i];
@@ -362,49 +602,79 @@ static int rename_all(struct ff_batch *b)
 
         if (f->unchanged)
             continue;
+        b->renamed = i;
+        if ((err = dir_fd(b, f->dir, NULL))) {
+            b->failed_dir = f->dir;
+            b->dir_step = err == ESTALE ? FF_DIR_CHANGED : FF_DIR_OPEN;
+            return err;
+        }
         a->step = FF_STEP_RENAME;
-        if (b->opt.noclobber)
-            err = ff_atomic_rename_noreplace(a);
-        else
-            FF_SYSCALL(err, b->intr, renameat(d->fd, TEMP_LEAF(f), d->fd, LEAF(f)));
+        if (b->opt.noclobber) {
+            err = ff_renameat_noreplace(d->fd, TEMP_LEAF(f), LEAF(f), &unsupported, NULL);
+            if (err && unsupported)
+                a->step = FF_STEP_NOCLOBBER;
+        } else {
+            FF_SYSCALL(err, NULL, renameat(d->fd, TEMP_LEAF(f), d->fd, LEAF(f)));
+        }
         if (err) {
             b->failed = i;
-            b->renamed = i;
             return err;
         }
         a->created = 0;
         d->renamed_into = 1;
-        d->last_file = i;
         b->written++;
     }
     b->renamed = b->n;
     return 0;
 }
 
-/* fsync each directory a file was renamed into, once, and the parent of
- * each directory the batch made. */
+/* fsync the directory dirs[k] through a readable fd of it (the only place
+ * that needs read permission), opened relative to its O_PATH fd. */
+static int sync_dir(struct ff_batch *b, size_t k)
+{
+    int err;
+
+    if ((err = dir_fd(b, k, NULL)))
+        return err;
+    FF_SYSCALL(err, NULL, b->sync_fd = openat(b->dirs[k].fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (err)
+        return err;
+    FF_SYSCALL(err, NULL, fsync(b->sync_fd));
+    ff_close_read(b->sync_fd);
+    b->sync_fd = -1;
+    return FF_CANNOT_SYNC(err) ? 0 : err;
+}
+
+/* fsync each directory a file was renamed into, once, and the parents of
+ * the levels the batch made. */
 static int sync_dirs(struct ff_batch *b)
 {
     size_t k;
     int err;
 
     for (k = 0; k < b->nmade; k++) {
-        err = ff_sync_parents(b->made[k].path, b->made[k].levels, &b->sync_fd, b->intr);
+        struct ff_batch_made *m = &b->made[k];
+        char *copy;
+
+        if (!m->levels)
+            continue;
+        if (!(copy = strdup(m->path)))      /* cut in place: the path stays for discard */
+            return ENOMEM;
+        err = ff_sync_parents(copy, m->levels, &b->sync_fd, NULL);
         if (err && !FF_CANNOT_SYNC(err)) {
-            b->failed = b->made[k].file;
-            b->files[b->failed].a.step = FF_STEP_SYNC_DIR;
+            b->dir_step = FF_DIR_SYNC;
+            b->failed_dir = m->dir;
+            b->failed_path = copy;      /* the parent that failed */
             return err;
         }
+        free(copy);
     }
     for (k = 0; k < b->ndirs; k++) {
-        struct ff_batch_dir *d = &b->dirs[k];
-
-        if (!d->renamed_into)
+        if (!b->dirs[k].renamed_into)
             continue;
-        FF_SYSCALL(err, b->intr, fsync(d->fd));
-        if (err && !FF_CANNOT_SYNC(err)) {
-            b->failed = d->last_file;
-            b->files[d->last_file].a.step = FF_STEP_SYNC_DIR;
+        if ((err = sync_dir(b, k))) {
+            b->failed_dir = k;
+            b->dir_step = err == ESTALE ? FF_DIR_CHANGED : FF_DIR_SYNC;
             return err;
         }
     }
@@ -413,55 +683,62 @@ static int sync_dirs(struct ff_batch *b)
 
 int ff_batch_commit(struct ff_batch *b, long pid)
 {
-    size_t i, group = 0;
+    size_t i;
     char suffix[sizeof ".tmp." + 3 * sizeof(long)];
     size_t suffix_len = (size_t)snprintf(suffix, sizeof suffix, ".tmp.%ld", pid);
     int err;
 
     b->pid = pid;
-    /* 1. look: directories, targets, duplicates; name the temps */
+    if (b->n == 0)
+        return 0;
+    /* 1. look: names, directories, targets, duplicates; nothing changes */
     for (i = 0; i < b->n; i++) {
-        struct ff_atomic *a = &b->files[i].a;
+        struct ff_batch_file *f = &b->files[i];
 
         b->failed = i;
-        if ((err = ff_atomic_prepare(a)) || (err = name_temp(&b->files[i], suffix, suffix_len))
-            || (err = open_dir(b, i)) || (err = look_at_target(b, i)))
+        if ((err = ff_atomic_prepare(&f->a)) || (err = name_temp(f, suffix, suffix_len)))
             return err;
+        if (!*LEAF(f))          /* "dir/" names a directory: no mkdir for it */
+            return EISDIR;
     }
     b->failed = FF_NONE;
-    if ((err = find_duplicate(b)))
+    if ((err = group_by_dir(b)) || (err = make_cache(b)) || (err = look_at_dirs(b))
+        || (err = merge_same_dirs(b)) || (err = find_duplicate(b)))
         return err;
 
-    /* 2. every temp written in full; 3. with fsync, the barrier over them */
-    for (i = 0; i < b->n; i++) {
-        b->failed = i;
-        if ((err = write_temp(b, i)))
-            return err;
-        if (b->opt.fsync && i + 1 - group == FF_BATCH_OPEN_MAX) {
-            if ((err = barrier(b, group, i + 1)))
-                return err;
-            group = i + 1;
-        }
-    }
-    if (b->opt.fsync && (err = barrier(b, group, b->n)))
+    /* 2. the missing directories; every temp written in full, with fsync
+     * the barrier over each window of them */
+    if ((err = make_dirs(b)) || (err = write_all(b)))
         return err;
-    b->failed = FF_NONE;
 
-    /* 4. the renames, in order; 5. with fsync, each directory once. A
-     * signal that came meanwhile (its handler only pending) is handled
-     * first, while every target is still old: a handler that dies leaves
-     * them all untouched. */
+    /* 3. the renames, in order; with fsync, each directory once. A signal
+     * that came meanwhile (its handler only pending) is handled first,
+     * while every target is still old: a handler that dies leaves them all
+     * untouched. Then none until the end: a handler that dies cannot
+     * leave the batch half renamed with only its own message. */
     interrupted(b->intr);
     err = rename_all(b);
+    if (!err)
+        b->done = 1;            /* the new directories stay */
     if (b->opt.fsync) {
-        size_t failed = b->failed;
+        size_t failed = b->failed, failed_dir = b->failed_dir;
+        enum ff_dir_step dir_step = b->dir_step;
         int sync_err = sync_dirs(b);    /* after a failed rename too: what was
                                          * replaced should stay replaced */
-        if (!err)
-            return sync_err;
-        b->failed = failed;
-        b->files[failed].a.step = FF_STEP_RENAME;
+        if (err) {              /* the rename's failure is the one told */
+            b->failed = failed;
+            b->failed_dir = failed_dir;
+            b->dir_step = dir_step;
+            if (sync_err && b->failed_path) {
+                free(b->failed_path);
+                b->failed_path = NULL;
+            }
+        } else {
+            err = sync_err;
+        }
     }
+    if (!err)
+        interrupted(b->intr);   /* what became pending during the renames */
     return err;
 }
 
@@ -481,6 +758,35 @@ void ff_batch_forget(struct ff_batch *b)
 
     for (i = 0; i < b->n; i++)
         ff_atomic_forget(&b->files[i].a);
+    b->forgotten = 1;
+}
+
+/* path's parent, in place ("a/b" -> "a"); 0 when it has none in the name */
+static int cut_to_parent(char *path)
+{
+    char *slash = strrchr(path, '/');
+
+    while (slash && slash > path && slash[-1] == '/')
+        slash--;
+    if (!slash || slash == path)
+        return 0;
+    *slash = '\0';
+    return 1;
+}
+
+/* rmdir the levels made for m, deepest first: only what is still empty
+ * goes (a directory a target was renamed into stays, with its parents).
+ * A path cut short (a mkdir failed, or a handler died in one) names the
+ * level that was not made: the levels made are above it. */
+static void unmake(struct ff_batch_made *m)
+{
+    char *p = m->path;
+    int levels = m->levels;
+
+    if (strlen(p) < m->len && !cut_to_parent(p))
+        return;
+    while (levels-- > 0 && rmdir(p) == 0 && cut_to_parent(p))
+        ;
 }
 
 void ff_batch_discard(struct ff_batch *b)
@@ -488,8 +794,26 @@ void ff_batch_discard(struct ff_batch *b)
     int saved = errno;
     size_t i;
 
-    for (i = 0; i < b->n; i++)
-        ff_atomic_discard(&b->files[i].a);
+    for (i = 0; i < b->n; i++) {
+        struct ff_batch_file *f = &b->files[i];
+        struct ff_atomic *a = &f->a;
+
+        if (a->fd >= 0) {
+            close(a->fd);
+            a->fd = -1;
+        }
+        /* relative to its directory: a parent moved meanwhile does not
+         * leave it behind (nor remove another file of that name) */
+        if (a->created && b->cache_cap && dir_fd(b, f->dir, NULL) == 0) {
+            unlinkat(b->dirs[f->dir].fd, TEMP_LEAF(f), 0);
+            a->created = 0;
+        }
+        a->created = 0;
+        ff_atomic_discard(a);
+    }
+    if (!b->done && !b->forgotten)
+        for (i = b->nmade; i-- > 0;)
+            unmake(&b->made[i]);
     for (i = 0; i < b->ndirs; i++) {
         if (b->dirs[i].fd >= 0)
             close(b->dirs[i].fd);
@@ -500,13 +824,20 @@ void ff_batch_discard(struct ff_batch *b)
         b->sync_fd = -1;
     }
     for (i = 0; i < b->nmade; i++)
-        free(b->made[i].path);
+        if (b->made[i].path != b->failed_path)
+            free(b->made[i].path);
+    free(b->failed_path);
     free(b->files);
     free(b->dirs);
     free(b->made);
+    free(b->order);
+    free(b->cache);
+    free(b->window);
     b->files = NULL;
     b->dirs = NULL;
     b->made = NULL;
-    b->n = b->cap = b->ndirs = b->nmade = 0;
+    b->order = b->cache = b->window = NULL;
+    b->failed_path = NULL;
+    b->n = b->cap = b->ndirs = b->nmade = b->cache_cap = b->window_cap = b->window_n = 0;
     errno = saved;
 }

@@ -1,12 +1,21 @@
 /* ff_batch.h - many atomic replacements with one durability barrier, the
  * perl-free core of file_set_contents_many.
  *
- * In this order: every target is looked at (a directory, a duplicate, a
- * missing directory are errors here), every temp is created and written
- * in full; with fsync, one barrier covers all their data; then the renames,
- * in the caller's order, relative to one fd per directory; with fsync,
- * each directory is fsynced once. Until the first rename nothing but
- * temps has been touched, and an error removes them all.
+ * In this order: every target and every directory is looked at (a
+ * directory target, a duplicate, a missing directory without mkdir are
+ * errors here) and nothing is changed yet; then missing directories are
+ * made (mkdir), every temp is created and written in full and, with fsync,
+ * one barrier covers their data (per window of open temps); then the
+ * renames, in the caller's order, and with fsync each directory is fsynced
+ * once. Until the first rename nothing but temps and new directories has
+ * been made, and an error removes them all.
+ *
+ * File descriptors are bounded whatever the number of files and
+ * directories: directories are opened O_PATH (no read permission needed)
+ * into a small cache, temps are open only while written (with fsync, a
+ * window of them until their barrier); both sizes derive from
+ * RLIMIT_NOFILE. A directory reopened after it left the cache must still be
+ * the one first opened (device and inode), or the batch fails.
  */
 #ifndef FF_BATCH_H
 #define FF_BATCH_H
@@ -17,38 +26,58 @@
 #pragma GCC visibility push(hidden)   /* see ff_io.h */
 #endif
 
-/* With fsync, at most this many temps are open at once: the barrier runs
- * over each group of this many (a huge batch does not run out of fds). */
+/* Upper bounds of the fds a batch keeps: temps open for one barrier, and
+ * directories in its cache. Both are lowered to fit RLIMIT_NOFILE (a
+ * quarter of it for the batch, at least one of each). */
 #define FF_BATCH_OPEN_MAX 256
+#define FF_BATCH_DIRS_MAX 256
+
+#define FF_BATCH_NONE ((size_t)-1)
 
 struct ff_batch_file {
-    struct ff_atomic a;     /* target, temp (full paths: messages, discard), fd */
+    struct ff_atomic a;     /* target, temp (full paths: messages), fd */
     const char *buf;        /* the bytes to write */
     size_t len;
-    size_t dir;             /* index of its directory in dirs */
+    size_t dir;             /* index of its directory in dirs (after
+                             * de-duplication: the one that stands for it) */
     size_t leaf;            /* where the last component starts, in a.target
                              * and a.temp alike (temp = target + suffix) */
+    size_t dir_len;         /* the directory part: a.target[0..dir_len), 0 for "." */
     int unchanged;          /* if_changed: the target already holds buf */
+};
+
+/* What failed on a directory (b->failed_dir): the glue words it. */
+enum ff_dir_step {
+    FF_DIR_NONE,
+    FF_DIR_OPEN,            /* open (O_PATH) or fstat */
+    FF_DIR_CHANGED,         /* reopened, it is another directory now (ESTALE) */
+    FF_DIR_MKDIR,           /* mkdir: path is the level that failed */
+    FF_DIR_SYNC             /* fsync of it, or of the parent of one made */
 };
 
 struct ff_batch_dir {
     char *path;             /* as derived from a target: the key */
-    int fd;                 /* -1 once closed, or when same_as is another */
-    size_t same_as;         /* the dirs index that holds the fd (itself, or one
-                             * that is the same directory under another name) */
+    int fd;                 /* O_PATH, while in the cache; else -1 */
+    size_t same_as;         /* the dirs index that stands for it (itself, or
+                             * one that is the same directory by another name) */
     dev_t dev;
     ino_t ino;
-    int statted;
-    int renamed_into;       /* with fsync: this directory needs its fsync */
-    size_t last_file;       /* the last file renamed into it (for messages) */
+    unsigned statted : 1;   /* dev, ino known: a reopen must find them again */
+    unsigned missing : 1;   /* mkdir: it did not exist */
+    unsigned renamed_into : 1; /* with fsync: this directory needs its fsync */
+    size_t first, count;    /* its files: order[first .. first + count) */
 };
 
-/* A directory the mkdir option created: with fsync, its parent is synced
- * too, or the new directory (and all in it) could vanish in a crash. */
+/* A directory the mkdir option created: removed again if the batch fails;
+ * with fsync, its parent is synced too, or the new directory (and all in
+ * it) could vanish in a crash. */
 struct ff_batch_made {
-    char *path;             /* a directory that was missing */
-    int levels;             /* how many of its last levels were made */
-    size_t file;            /* the file that needed it (for messages) */
+    char *path;             /* the directory that was missing; cut short
+                             * (len) at the level whose mkdir failed */
+    size_t len;             /* its length when whole */
+    size_t dir;             /* dirs index (messages) */
+    int levels;             /* how many levels were made: the last ones of
+                             * path, or, cut short, the ones above it */
 };
 
 struct ff_batch {
@@ -57,17 +86,27 @@ struct ff_batch {
     struct ff_batch_file *files;
     size_t n;               /* files[0..n) were added */
     size_t cap;
+    size_t *order;          /* file indices grouped by directory */
     struct ff_batch_dir *dirs;
     size_t ndirs;
+    size_t *cache;          /* dirs indices whose fd is open (FIFO), or NONE */
+    size_t cache_cap, cache_next;
+    size_t *window;         /* with fsync: files whose temps wait for the barrier */
+    size_t window_cap, window_n;
     struct ff_batch_made *made;
     size_t nmade;
-    int sync_fd;            /* a made directory's parent while it is synced, or -1 */
+    int sync_fd;            /* a directory fd while it is fsynced, or -1 */
     size_t failed;          /* the file whose step failed: files[failed].a.step */
+    size_t failed_dir;      /* or the directory that failed (dir_step) */
+    enum ff_dir_step dir_step;
+    char *failed_path;      /* mkdir: the level that failed (else NULL) */
     size_t renamed;         /* after a rename failed: files[0..renamed) are
                              * replaced (those not unchanged) */
-    size_t dup_first, dup_second; /* a target given twice (else (size_t)-1) */
+    size_t dup_first, dup_second; /* a target given twice (else NONE) */
     size_t written;         /* files written (not unchanged) on success */
     long pid;               /* the process whose temps these are */
+    int done;               /* committed: the directories made stay */
+    int forgotten;          /* a forked child's copy: touch nothing */
     const char *tail;       /* bytes appended to every file ($\), else "" */
     size_t tail_len;
 };
@@ -82,20 +121,25 @@ int ff_batch_add(struct ff_batch *b, const char *path, const char *buf, size_t l
 
 /* Everything, in the order described above; temps are named
  * "<target>.tmp.<pid>". Returns 0 or an errno: then b->failed and that
- * file's a.step say where, or dup_first/dup_second name a target given
- * twice (EINVAL); b->renamed tells how far the renames got. */
+ * file's a.step say where, or b->failed_dir and b->dir_step, or
+ * dup_first/dup_second name a target given twice (EINVAL); b->renamed
+ * tells how far the renames got. From the first rename to the return no
+ * intr callback runs (EINTR is retried at once): pending handlers run
+ * once every rename (and with fsync every directory sync) is done. */
 int ff_batch_commit(struct ff_batch *b, long pid);
 
-/* Close and unlink whatever is still ours, free everything; keeps errno.
- * Safe to call more than once. */
+/* Close and unlink whatever is still ours (relative to the directory fds),
+ * remove the directories made if the batch did not complete, free
+ * everything; keeps errno, runs no intr callback. Safe to call more than
+ * once. */
 void ff_batch_discard(struct ff_batch *b);
 
 /* 1 while b has a temp file it would remove. */
 int ff_batch_has_temps(const struct ff_batch *b);
 
 /* A forked child (a signal handler that forked, unwinding its copy of the
- * parent's cleanup) calls this before ff_batch_discard: the temps are the
- * parent's, so they are only closed, never removed. */
+ * parent's cleanup) calls this before ff_batch_discard: the temps and new
+ * directories are the parent's, so they are only closed, never removed. */
 void ff_batch_forget(struct ff_batch *b);
 
 #if defined(__GNUC__) && __GNUC__ >= 4

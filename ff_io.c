@@ -33,13 +33,14 @@
  * directly, and without even a syscall number it is ENOSYS, which makes
  * noclobber fall back to link(2). FF_NO_RENAMEAT2 builds as on such a libc. */
 #if defined(__GLIBC__) && __GLIBC_PREREQ(2, 28) && !defined(FF_NO_RENAMEAT2)
-#define rename_exclusive(from, to) renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE)
+#define rename_exclusive(dirfd, from, to) renameat2(dirfd, from, dirfd, to, RENAME_NOREPLACE)
 #elif defined(SYS_renameat2) && !defined(FF_NO_RENAMEAT2_SYSCALL)
-#define rename_exclusive(from, to) \
-    ((int)syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE))
+#define rename_exclusive(dirfd, from, to) \
+    ((int)syscall(SYS_renameat2, dirfd, from, dirfd, to, RENAME_NOREPLACE))
 #else
-static int rename_exclusive(const char *from, const char *to)
+static int rename_exclusive(int dirfd, const char *from, const char *to)
 {
+    (void)dirfd;
     (void)from;
     (void)to;
     errno = ENOSYS;
@@ -448,25 +449,35 @@ void ff_wbuf_free(struct ff_wbuf *b)
  * hard link, which never replaces either. */
 static int rename_noreplace(struct ff_atomic *a)
 {
+    int unsupported, err = ff_renameat_noreplace(AT_FDCWD, a->temp, a->target, &unsupported, a->intr);
+
+    if (!err)
+        a->created = 0;
+    else if (unsupported)
+        a->step = FF_STEP_NOCLOBBER;
+    return err;
+}
+
+int ff_renameat_noreplace(int dirfd, const char *from, const char *to, int *unsupported,
+                          const struct ff_eintr *intr)
+{
     int err;
 
-    FF_SYSCALL(err, a->intr, rename_exclusive(a->temp, a->target));
+    *unsupported = 0;
+    FF_SYSCALL(err, intr, rename_exclusive(dirfd, from, to));
     if (err != EINVAL && err != ENOSYS && err != EOPNOTSUPP)
         return err;
-    FF_SYSCALL(err, a->intr, link(a->temp, a->target));
+    FF_SYSCALL(err, intr, linkat(dirfd, from, dirfd, to, 0));
     if (!err) {
-        /* the temp is now a second name of the new target: remove it, or
-         * else undo the link (noclobber: there was no target before) */
-        FF_SYSCALL(err, a->intr, unlink(a->temp));
-        if (!err) {
-            a->created = 0;
+        /* from is now a second name of the new target: remove it, or else
+         * undo the link (noclobber: there was no target before) */
+        FF_SYSCALL(err, intr, unlinkat(dirfd, from, 0));
+        if (!err)
             return 0;
-        }
-        unlink(a->target);
+        unlinkat(dirfd, to, 0);
         return err;
     }
-    if (err == EPERM || err == ENOSYS || err == EOPNOTSUPP)
-        a->step = FF_STEP_NOCLOBBER;
+    *unsupported = err == EPERM || err == ENOSYS || err == EOPNOTSUPP;
     return err;
 }
 

@@ -198,6 +198,11 @@ int ff_sync_parents(char *dir, int levels, int *fd, const struct ff_eintr *intr)
 int ff_atomic_preserve(struct ff_atomic *a);
 /* noclobber: rename a->temp to a->target without replacing anything. */
 int ff_atomic_rename_noreplace(struct ff_atomic *a);
+/* The same relative to dirfd (or AT_FDCWD): renameat2 RENAME_NOREPLACE, else
+ * linkat + unlinkat of from. 0 once from is gone; *unsupported is 1 when the
+ * filesystem has neither way (EPERM, ENOSYS, EOPNOTSUPP of the link). */
+int ff_renameat_noreplace(int dirfd, const char *from, const char *to, int *unsupported,
+                          const struct ff_eintr *intr);
 /* 64 random bits for a temp name's suffix. */
 unsigned long long ff_random_bits(void);
 

@@ -39,6 +39,30 @@ static void S_batch_hold(pTHX_ SV *owner)
 }
 #define batch_hold(owner) S_batch_hold(aTHX_ owner)
 
+/* Croak for a directory that failed: "unable to open directory 'D' - $!",
+ * after "file_set_contents_many: replaced 'A', then " when targets were. */
+static void S_dir_croak(pTHX_ const struct ff_batch *b, int err, SV **paths, SV *replaced)
+    __attribute__noreturn__;
+#define dir_croak(b, err, paths, replaced) S_dir_croak(aTHX_ b, err, paths, replaced)
+
+static void S_dir_croak(pTHX_ const struct ff_batch *b, int err, SV **paths, SV *replaced)
+{
+    const struct ff_batch_dir *d = &b->dirs[b->failed_dir];
+    const char *dir = b->failed_path ? b->failed_path : d->path;
+    /* the directory's name is made of a target's bytes */
+    bool utf8 = SvUTF8(paths[b->order[d->first]]) && is_utf8_string((const U8 *)dir, 0);
+    const char *what = b->dir_step == FF_DIR_MKDIR ? "unable to create directory '%" UTF8f "' - "
+        : b->dir_step == FF_DIR_SYNC ? "unable to sync directory '%" UTF8f "' - "
+        : b->dir_step == FF_DIR_CHANGED ? "unable to open directory '%" UTF8f "' again, it was "
+                                          "moved or replaced during the call - "
+        : "unable to open directory '%" UTF8f "' - ";
+    SV *msg = sv_2mortal(SvCUR(replaced) ? newSVpvf("file_set_contents_many: replaced %" SVf ", then ",
+                                                    SVfARG(replaced)) : newSVpvs(""));
+
+    sv_catpvf(msg, what, UTF8fARG(utf8, strlen(dir), dir));
+    croak_errno(err, "%" SVf, SVfARG(msg));
+}
+
 /* Croak for the failure err of b; paths[i] is file i's name as given. */
 static void S_batch_croak(pTHX_ const struct ff_batch *b, int err, SV **paths)
     __attribute__noreturn__;
@@ -59,17 +83,18 @@ static void S_batch_croak(pTHX_ const struct ff_batch *b, int err, SV **paths)
         croak("file_set_contents_many: '%" SVf "' and '%" SVf "' are the same file\n",
               SVfARG(first), SVfARG(second));
     }
-    if (b->failed == (size_t)-1)
-        croak_errno(err, "file_set_contents_many: ");
-    failed = &b->files[b->failed];
-    if (failed->a.step != FF_STEP_RENAME || b->renamed == 0)
-        croak_step(&failed->a, err, paths[b->failed]);
-    /* some targets are new already: say which, the rest are untouched */
+    /* some targets may be new already (a rename, or the directory of the
+     * next one, failed): say which, the rest are untouched */
     replaced = sv_2mortal(newSVpvs(""));
     for (i = 0; i < b->renamed; i++)
         if (!b->files[i].unchanged)
             sv_catpvf(replaced, "%s'%" SVf "'", SvCUR(replaced) ? ", " : "", SVfARG(paths[i]));
-    if (!SvCUR(replaced))
+    if (b->dir_step != FF_DIR_NONE)
+        dir_croak(b, err, paths, replaced);
+    if (b->failed == (size_t)-1)
+        croak_errno(err, "file_set_contents_many: ");
+    failed = &b->files[b->failed];
+    if (failed->a.step != FF_STEP_RENAME || !SvCUR(replaced))
         croak_step(&failed->a, err, paths[b->failed]);
     croak_errno(err, "file_set_contents_many: replaced %" SVf ", then close (rename) atomic "
                 "file '%" SVf "' failed: ", SVfARG(replaced), SVfARG(paths[b->failed]));

@@ -123,7 +123,7 @@ check_error('a target with a trailing slash', sub { file_set_contents_many(["$di
             text => "unable to replace '$dir/isdir/' - " . errno_text(EISDIR) . "\n", errno => EISDIR,
             watch => \@watch);
 check_error('a missing directory', sub { file_set_contents_many(["$dir/t1" => 1, "$dir/nodir/x" => 2]) },
-            text => qr/^unable to open file '\Q$dir\E\/nodir\/x\.tmp\.$$' - \Q@{[errno_text(ENOENT)]}\E\n\z/,
+            text => "unable to open directory '$dir/nodir' - " . errno_text(ENOENT) . "\n",
             errno => ENOENT, watch => \@watch);
 check_error('NUL in a path', sub { no warnings 'syscalls'; file_set_contents_many(["$dir/t1" => 1, "$dir/a\0b" => 2]) },
             text => "unable to open file '$dir/a\0b.tmp.$$' - " . errno_text(ENOENT) . "\n", errno => ENOENT,
@@ -191,8 +191,8 @@ SKIP: {
     is(scalar(grep { $_ eq 'sync_file_range' } @before), 4, 'writeback started for each temp (sync_file_range)');
     is(scalar(grep { $_ eq 'fdatasync' } @before), 4, 'every temp fdatasynced before the first rename');
     my @after = @names[$first_rename .. $#names];
-    is(join(' ', grep { $_ ne 'close' } @after), 'renameat renameat renameat renameat fsync fsync',
-       'then the renames, then one fsync per directory (2 directories)')
+    is(join(' ', grep { $_ ne 'close' } @after), 'renameat renameat renameat renameat openat fsync openat fsync',
+       'then the renames, then one fsync per directory (2 directories, each through a readable fd of it)')
         or diag join '', map { "  $_->{line}\n" } @calls;
     is(slurp("$dir/sub/x"), "data of $dir/sub/x", 'written');
 }
