@@ -188,14 +188,14 @@ sub inc_args {
     return map { '-I' . File::Spec->rel2abs($_) } @inc;
 }
 
-# run_perl($code, args => [...], switches => ['-T'], ulimit_f => N, env => {...})
+# run_perl($code, args => [...], switches => ['-T'], ulimit_f => N, ulimit_n => N, env => {...})
 # runs $code in a child perl (inc_args), stdin from /dev/null; returns its
 # exit status ($?) and what it printed (stdout and stderr together).
-# ulimit_f runs it under `ulimit -f N` (blocks of 512 or 1024 bytes).
+# ulimit_f runs it under `ulimit -f N` (blocks of 512 or 1024 bytes),
+# ulimit_n under `ulimit -n N` (open files).
 sub run_perl {
     my ($code, %o) = @_;
-    my @cmd = ($^X, @{ $o{switches} || [] }, inc_args(), '-e', $code, @{ $o{args} || [] });
-    @cmd = ('/bin/sh', '-c', "ulimit -f $o{ulimit_f} && exec \"\$@\"", 'sh', @cmd) if defined $o{ulimit_f};
+    my @cmd = _ulimited(\%o, $^X, @{ $o{switches} || [] }, inc_args(), '-e', $code, @{ $o{args} || [] });
     my $pid = open(my $ph, '-|') // die "fork: $!\n";
     if (!$pid) {
         open STDIN, '<', '/dev/null';
@@ -206,6 +206,14 @@ sub run_perl {
     my $out = do { local $/; <$ph> } // '';
     close $ph;
     return ($?, $out);
+}
+
+# The command @cmd run under the ulimit_f and ulimit_n of %$o, if any.
+sub _ulimited {
+    my ($o, @cmd) = @_;
+    my @limits = map { defined $o->{"ulimit_$_"} ? "ulimit -$_ $o->{\"ulimit_$_\"} && " : '' } qw(f n);
+    return @cmd unless join '', @limits;
+    return ('/bin/sh', '-c', join('', @limits) . 'exec "$@"', 'sh', @cmd);
 }
 
 # in_child($code, $uid, $gid) runs $code in a forked child, as $uid/$gid
@@ -290,6 +298,7 @@ my $SEQ = 0;
 #   inject  => [...]    each -e inject=...
 #   strace  => [...]    more strace arguments
 #   ulimit_f => N       run the child under `ulimit -f N`
+#   ulimit_n => N       run the child under `ulimit -n N`
 #   env     => {...}    extra environment for the child (LC_ALL=C always)
 #   log     => $file    strace's log (default: a temp file)
 #   timeout => seconds  (default 60)
@@ -353,8 +362,7 @@ sub strace_call {
     my $preload = $ENV{LD_PRELOAD};
     push @cmd, '-E', "LD_PRELOAD=$preload" if defined $preload && length $preload;
     my @perl = ($^X, inc_args(), '-e', $child, $spec, @{ $o{args} || [] });
-    @perl = ('/bin/sh', '-c', "ulimit -f $o{ulimit_f} && exec \"\$@\"", 'sh', @perl)
-        if defined $o{ulimit_f};
+    @perl = _ulimited(\%o, @perl);
     push @cmd, '--', @perl;
 
     my $spid = fork // die "fork: $!\n";
