@@ -185,8 +185,10 @@ static size_t fd_budget(void)
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
         limit = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (rlim_t)1 << 20 ? (size_t)1 << 20
                                                                              : (size_t)rl.rlim_cur;
-    /* a quarter for the batch, the rest for the process that calls it */
-    return limit / 4 < 2 ? 2 : limit / 4;
+    /* half for the batch, the rest for the process that calls it (and the
+     * batch gives fds back when it runs out: EMFILE evicts a directory or
+     * runs a window's barrier early) */
+    return limit / 2 < 2 ? 2 : limit / 2;
 }
 
 static int make_cache(struct ff_batch *b)

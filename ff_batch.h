@@ -27,10 +27,11 @@
 #endif
 
 /* Upper bounds of the fds a batch keeps: temps open for one barrier, and
- * directories in its cache. Both are lowered to fit RLIMIT_NOFILE (a
- * quarter of it for the batch, at least one of each). */
+ * directories in its cache. Both are lowered to fit RLIMIT_NOFILE (half of
+ * it for the batch, at least one of each). A directory that falls out of
+ * the cache costs an open and an fstat each time it is needed again. */
 #define FF_BATCH_OPEN_MAX 256
-#define FF_BATCH_DIRS_MAX 256
+#define FF_BATCH_DIRS_MAX 65536
 
 #define FF_BATCH_NONE ((size_t)-1)
 

@@ -3,15 +3,18 @@
 # per file of file_set_contents_many against a loop of file_set_contents,
 # for N = 1, 16, 64 files of 1 KiB and 64 KiB, with and without fsync; the
 # bare C loop (bench/bare.c: open, write, close, rename) as the floor; the
-# fsync barrier candidates (bench/barrier.c); and the syscalls a batch makes
-# per file (strace). Prints markdown to stdout and writes it to
+# fsync barrier candidates (bench/barrier.c); the syscalls a batch makes
+# per file (strace); and the scale runs: up to 100,000 files in one
+# directory and in 10,000 directories, with peak RSS, peak open fds and
+# syscalls per file. Prints markdown to stdout and writes it to
 # bench/batch.md; progress goes to stderr.
 #
 # Where: without fsync on a tmpfs (/dev/shm: the writer's own cost); with
 # fsync on a journaled ext4, a 1 GiB loop image made and mounted here when
 # run as root (unmounted and deleted at the end), else BENCH_FSYNC_DIR if
 # set, else the fsync rows are skipped with the reason. BENCH_QUICK=1 for a
-# rough, fast run.
+# rough, fast run; BENCH_SCALE_N=1000,10000,100000 (the default) sets the
+# sizes of the scale runs, BENCH_SCALE_N=0 skips them.
 use strict;
 use warnings;
 use File::Temp qw(tempdir);
@@ -69,8 +72,9 @@ if ($ENV{BENCH_FSYNC_DIR}) {
     $img = "$work/ext4.img";
     $mnt = "$work/mnt";
     mkdir $mnt;
-    my ($rc, $o) = run('truncate', '-s', '1G', $img);
-    ($rc, $o) = run('mkfs.ext4', '-q', '-F', $img) unless $rc;
+    # room for the scale runs: 100,000 temps and 10,000 directories at once
+    my ($rc, $o) = run('truncate', '-s', '3G', $img);
+    ($rc, $o) = run('mkfs.ext4', '-q', '-F', '-N', '400000', $img) unless $rc;
     ($rc, $o) = run('mount', '-o', 'loop', $img, $mnt) unless $rc;
     if ($rc) {
         ($fsync_why = "no ext4 loop image: $o") =~ s/\s+\z//;
@@ -231,6 +235,110 @@ if (`strace -V 2>/dev/null` =~ /strace/) {
            "\nA single file_set_contents makes openat, write, close, rename (+ getpid at most).\n");
 } else {
     push @notes, 'strace not found: no syscall counts';
+}
+
+# ---- 4. scale: up to 100,000 files, one directory and 10,000 ----
+# Each cell is a fresh perl (so its peak RSS is its own) writing N files of
+# 1 KiB into a fresh tree, as one batch or as a loop of single calls; the
+# tree is made before and removed after the timing. Peak fds and syscalls
+# come from one strace of the batch at the smallest N of the big ones.
+my $SCALE_CHILD = <<'PERL';
+use strict; use warnings;
+use Time::HiRes qw(clock_gettime CLOCK_MONOTONIC);
+use FastFile qw(file_set_contents file_set_contents_many);
+my ($base, $n, $ndirs, $fsync, $how) = @ARGV;
+sub hwm { open my $s, '<', '/proc/self/status' or return 0; while (<$s>) { return $1 if /^VmHWM:\s+(\d+)/ } 0 }
+mkdir "$base/d$_" or die "mkdir: $!" for 0 .. $ndirs - 1;
+my $data = 'x' x 1024;
+my @l = map { ("$base/d" . ($_ % $ndirs) . "/f$_" => $data) } 1 .. $n;
+my $before = hwm();
+my $t = clock_gettime(CLOCK_MONOTONIC);
+if ($how eq 'batch') { file_set_contents_many(\@l, { fsync => $fsync }) }
+else { for (my $i = 0; $i < @l; $i += 2) { file_set_contents($l[$i], $l[$i + 1], { fsync => $fsync }) } }
+$t = clock_gettime(CLOCK_MONOTONIC) - $t;
+print "$t $before ", hwm(), "\n";
+PERL
+my @SCALE_N = grep { $_ } split /,/, ($ENV{BENCH_SCALE_N} // ($QUICK ? '1000,10000' : '1000,10000,100000'));
+my (@srows, @frows);
+for my $fsync (@SCALE_N ? (0, 1) : ()) {
+    my $root = $fsync ? $ext4 : $tmpfs;
+    next unless $root;
+    for my $layout ([ 'one directory', 1 ], [ '10,000 directories', 10_000 ]) {
+        my ($where, $maxdirs) = @$layout;
+        for my $n (@SCALE_N) {
+            my $ndirs = $maxdirs < $n ? $maxdirs : $n;
+            my %r;
+            for my $how ('batch', 'loop') {
+                my @samples;
+                for (1 .. ($n <= 1000 ? 3 : 1)) {
+                    my $base = "$root/scale";
+                    system('rm', '-rf', $base);
+                    mkdir $base or die "mkdir $base: $!";
+                    progress("scale: $how of $n files in $ndirs directories, fsync $fsync");
+                    open my $ph, '-|', $^X, FFTest::inc_args(), '-e', $SCALE_CHILD, $base, $n, $ndirs, $fsync, $how
+                        or die "fork: $!";
+                    my $o = do { local $/; <$ph> };
+                    close $ph;
+                    my ($t, $before, $after) = split ' ', $o // '';
+                    die "scale child failed: $o\n" unless defined $after;
+                    push @samples, [ $t / $n, ($after - $before) * 1024 / $n, $after ];
+                    system('rm', '-rf', $base);
+                }
+                my @sorted = sort { $a->[0] <=> $b->[0] } @samples;
+                $r{$how} = $sorted[ floor($#sorted / 2) ];
+            }
+            push @srows, [ $where, $n, $ndirs, $fsync ? 'yes (ext4)' : 'no (tmpfs)', us($r{loop}[0]), us($r{batch}[0]),
+                           ratio($r{batch}[0] / $r{loop}[0]), sprintf('%.0f B', $r{batch}[1]),
+                           sprintf('%.0f MiB', $r{batch}[2] / 1024) ];
+        }
+        # peak fds and syscalls per file: one traced batch
+        if (`strace -V 2>/dev/null` =~ /strace/) {
+            my $n = (grep { $_ >= 10_000 } @SCALE_N)[0] // $SCALE_N[-1];
+            my $ndirs = $maxdirs < $n ? $maxdirs : $n;
+            my $base = "$root/scale";
+            system('rm', '-rf', $base);
+            mkdir $base;
+            my $log = "$work/scale-strace.log";
+            progress("scale: strace of a batch of $n files in $ndirs directories, fsync $fsync");
+            (my $code = $SCALE_CHILD) =~ s/^my \$before = hwm\(\);$/my \$before = hwm(); chdir "\/ffbatch-mark-start";/m;
+            $code =~ s/^\$t = clock_gettime.*$/chdir "\/ffbatch-mark-end"; \$t = 0;/m;
+            system('strace', '-f', '-qq', '-o', $log, $^X, FFTest::inc_args(), '-e', $code, $base, $n, $ndirs,
+                   $fsync, 'batch') == 0 or die "traced scale child failed\n";
+            my ($in, $calls, %open, $peak, %count) = (0, 0);
+            $peak = 0;
+            open my $fh, '<', $log or die "strace log: $!";
+            while (<$fh>) {
+                s/^\d+\s+//;
+                if (/ffbatch-mark-start/) { $in = 1; next }
+                if (/ffbatch-mark-end/)   { $in = 0; next }
+                next unless $in && /^(\w+)\((.*)\)\s+=\s+(-?\d+)/;
+                my ($name, $args, $ret) = ($1, $2, $3);
+                next if $name =~ /^(?:brk|mmap|munmap|mremap)\z/;
+                $calls++;
+                $count{$name}++;
+                if ($name =~ /^open/ && $ret >= 0) { $open{$ret} = 1 }
+                elsif ($name eq 'close' && $args =~ /^(\d+)/) { delete $open{$1} }
+                $peak = keys %open if keys %open > $peak;
+            }
+            push @frows, [ $where, $n, $ndirs, $fsync ? 'yes' : 'no', sprintf('%.2f', $calls / $n), $peak,
+                           join ', ', map { sprintf '%s %.2f', $_, $count{$_} / $n }
+                                      sort { $count{$b} <=> $count{$a} || $a cmp $b } keys %count ];
+            system('rm', '-rf', $base);
+        }
+    }
+}
+if (@srows) {
+    chomp(my $nofile = `sh -c 'ulimit -n'`);
+    say_md("\n## Scale: N files of 1 KiB, one batch against a loop of single calls\n\n",
+           "File i goes into directory i mod D. Time per file; RSS per file: the growth of the peak RSS "
+           . "during the batch call, divided by N (the list of pairs itself is built before); peak RSS "
+           . "of the whole perl at the end. One run per cell (the median of 3 at 1000 files).\n\n",
+           table([ 'layout', 'N', 'D', 'fsync', 'loop of single calls', 'batch', 'batch / loop',
+                   'batch RSS per file', 'peak RSS' ], @srows));
+    say_md("\n### Peak open fds and syscalls per file of one batch (strace, `ulimit -n` $nofile)\n\n",
+           "Open fds: the batch's own, counted from openat and close.\n\n",
+           table([ 'layout', 'N', 'D', 'fsync', 'syscalls per file', 'peak open fds', 'calls per file' ], @frows))
+        if @frows;
 }
 
 say_md("\nNotes: ", join(' ', @notes), "\n") if @notes;

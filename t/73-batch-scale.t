@@ -54,8 +54,8 @@ PERL
 }
 
 # the fds open at once, counted from strace's openat/close: a batch of 40
-# files in 40 directories with fsync holds at most 8 under ulimit -n 32 (a
-# quarter of it), whatever the count of files and directories
+# files in 40 directories with fsync holds at most 16 under ulimit -n 32
+# (half of it), whatever the count of files and directories
 SKIP: {
     skip $strace_why, 2 if $strace_why;
     my $base = "$dir/peak";
@@ -72,7 +72,7 @@ SKIP: {
         my $now = keys %open;
         $peak = $now if !defined $peak || $now > $peak;
     }
-    cmp_ok($peak, '<=', 8, "... at most 8 fds open at once (saw $peak)");
+    cmp_ok($peak, '<=', 16, "... at most 16 fds open at once (saw $peak)");
 }
 
 # --- 2. a write-only directory (0300): O_PATH needs no read permission ---
@@ -212,17 +212,17 @@ SKIP: {
     is($r->{err}, "file_set_contents_many: replaced '$dir/sd/a', '$dir/sd/b', then unable to sync directory "
                   . "'$dir/sd' - " . errno_text(EIO) . "\n", 'the fsync of a directory fails: names the directory');
 
-    # more directories than the cache holds (ulimit -n 32: 8): one replaced
+    # more directories than the cache holds (ulimit -n 32: 16): one replaced
     # by another while the batch runs is found when it is opened again
     my $base = "$dir/stale";
     mkdir $base;
-    mkdir "$base/d$_" for 1 .. 12;
-    spew("$base/d$_/f", 'old') for 1 .. 12;
+    mkdir "$base/d$_" for 1 .. 24;
+    spew("$base/d$_/f", 'old') for 1 .. 24;
     $r = strace_call('local $SIG{ALRM} = sub { rename "$B/d1", "$B/gone" or die; mkdir "$B/d1" or die };'
                      . ' FastFile::file_set_contents_many(\@l)',
-                     setup => 'my $B = $ARGV[0]; my @l = map { ("$B/d$_/f" => "new") } 1 .. 12;', args => [$base],
-                     inject => ['write:signal=SIGALRM:when=12'], ulimit_n => 32);
+                     setup => 'my $B = $ARGV[0]; my @l = map { ("$B/d$_/f" => "new") } 1 .. 24;', args => [$base],
+                     inject => ['write:signal=SIGALRM:when=24'], ulimit_n => 32);
     is($r->{err}, "unable to open directory '$base/d1' again, it was moved or replaced during the call - "
                   . errno_text(ESTALE) . "\n", 'a directory replaced while out of the cache: named');
-    is(join('', map { slurp("$base/d$_/f") // '' } 2 .. 12), 'old' x 11, '... no target replaced');
+    is(join('', map { slurp("$base/d$_/f") // '' } 2 .. 24), 'old' x 23, '... no target replaced');
 }
