@@ -254,15 +254,20 @@ In this order:
 
 Every argument is read (get-magic and overloading once each), and every
 target is looked at: a file given twice (under any name of the same
-directory), a target that is a directory, a missing directory (without
-C<mkdir>), an existing target under C<noclobber> are errors here, before any
-file is created.
+directory), a target that is a directory (or ends in C</>), a missing
+directory (without C<mkdir>), an existing target under C<noclobber> are errors
+here, before anything is created: no directory is made until every pair has
+passed these checks, and a target ending in C</> never gets its directory
+made (as with C<file_set_contents>).
 
 =item 2.
 
-Every temporary file is created and written in full. If one of these steps
-fails, every temporary file of the batch is removed and no target has been
-touched; the error is C<file_set_contents>'s, naming that file.
+With C<mkdir>, the missing directories are made; then every temporary file
+is created and written in full. If one of these steps fails, every temporary
+file of the batch is removed, then every directory the batch made (deepest
+first, with C<rmdir>, which removes only what is still empty), and no target
+has been touched: the tree is as it was. The error is C<file_set_contents>'s,
+naming that file, or names the directory that failed.
 
 =item 3.
 
@@ -275,10 +280,15 @@ never other processes' data.
 =item 4.
 
 The renames, in the caller's order (a signal handler that became pending
-meanwhile runs first: if it dies, no target has been touched). If rename I<k> fails, the error lists the
+meanwhile runs first: if it dies, no target has been touched). From the
+first rename to the end of the call no Perl signal handler runs: a rename
+interrupted (C<EINTR>) is retried at once, and handlers that became pending
+run when every target is replaced (and, with C<fsync>, durable); one that
+dies then reports a complete batch. If rename I<k> fails, the error lists the
 targets already replaced (C<file_set_contents_many: replaced 'A', 'B', then
-close (rename) atomic file 'C' failed: $!>); the others are untouched and no
-temporary file is left. If the first rename fails, the message is
+close (rename) atomic file 'C' failed: $!>); the others are untouched, no
+temporary file is left, and a directory the batch made stays only if a
+target was renamed into it. If the first rename fails, the message is
 C<file_set_contents>'s.
 
 =item 5.
@@ -300,16 +310,44 @@ atomically for every running process, but a crash can lose the new contents
 empty or partly written. F<t/72-batch-crash.t> checks this after every
 request of a batch on a filesystem that models exactly these rules.
 
+B<Directories.> Every step on a file (the look at the old target, the
+creation of the temporary file, the rename, C<noclobber>'s C<renameat2> or
+C<linkat> fallback, the removal of temporary files on failure) is relative
+to a descriptor of its directory, opened with C<O_PATH> (no read permission
+needed: a write-only directory, mode 0300, works as with
+C<file_set_contents>); only the C<fsync> of a directory opens it for
+reading. So a parent directory renamed while the call runs leaves no
+temporary file behind, as long as the batch's directories fit its share of
+descriptors (below); a directory that had to be closed and is needed again
+is reopened by its name and must still be the same directory (device and
+inode), or the batch fails (C<ESTALE>) and what it had in that directory,
+moved away meanwhile, can no longer be found. The directories made by
+C<mkdir> are removed by their names.
+
+B<Descriptors.> The batch keeps a bounded number of file descriptors open,
+whatever the number of files and directories: half of C<RLIMIT_NOFILE>
+(C<ulimit -n>), the rest left to the program. Directories stay open in a
+cache of that size; temporary files are open only while written, with
+C<fsync> in windows of at most 256 (or a quarter of the limit) whose barrier
+runs before the next window is written, still all before the first rename.
+If the program itself runs out of descriptors (C<EMFILE>), the batch closes
+a directory or runs a window's barrier early and goes on. It works under
+C<ulimit -n 32>. Directories are grouped by name with one sort and told
+apart by device and inode with another; duplicates are found with a hash.
+
 B<Cost.> Per file without C<fsync>: C<newfstatat>, C<openat>, C<write>,
-C<close>, C<renameat>, relative to one open descriptor of its directory (so
-the kernel does not walk the path again for each), plus per batch C<openat>
-and C<close> of each directory (and C<fstat> when there are several) and at
-most one C<getpid>. With C<fsync>, per file C<sync_file_range> and
-C<fdatasync>, per directory one C<fsync>. The C<newfstatat> is what lets a
-directory target fail before anything is renamed; C<preserve> and
-C<if_changed> use its result. With C<fsync>, at most 256 temporary files are
-open at once (the barrier runs per group of 256). While the call runs, the
-data scalars are read-only (a signal handler that tries to change one dies).
+C<close>, C<renameat>, relative to the descriptor of its directory (so the
+kernel does not walk the path again for each), plus per batch C<openat> and
+C<close> of each directory (and C<fstat> when there are several), at most
+one C<getpid> and, for more than 4 files, one C<prlimit64>. With C<fsync>,
+per file C<sync_file_range> and C<fdatasync>, per directory one C<openat>
+and C<fsync>. A directory that left the cache costs an C<openat>, C<fstat>
+and C<close> each time it is needed again (with more directories than the
+cache holds: up to three times). The C<newfstatat> is what lets a directory
+target fail before anything is renamed; C<preserve> and C<if_changed> use
+its result. Memory: about 0.5 KiB per file besides the list itself
+(F<bench/batch.md>). While the call runs, the data scalars are read-only (a
+signal handler that tries to change one dies).
 
 =head1 DIAGNOSTICS
 
@@ -434,7 +472,31 @@ directory); nothing is written. Keep one pair per file.
 
 =item C<unable to replace 'FILENAME' - Is a directory>
 
-A target of a batch is a directory; nothing is written. Name a file.
+A target of a batch is a directory, or ends in C</>; nothing is written (no
+directory is made). Name a file.
+
+=item C<unable to open directory 'DIR' - $!>, C<unable to create directory 'DIR' - $!>
+
+A directory of a batch could not be opened (C<ENOENT> without C<mkdir>,
+C<ENOTDIR>, C<EACCES> without search permission) or made (C<mkdir>: C<DIR> is
+the level that failed); nothing is written and the directories the batch had
+made are removed again. Create the directory, or fix its permissions.
+
+=item C<unable to open directory 'DIR' again, it was moved or replaced during the call - Stale file handle>
+
+A batch with more directories than its share of descriptors had to reopen
+C<DIR> by name and found another directory there (C<ESTALE>). Targets listed
+as replaced (C<file_set_contents_many: replaced 'A', then ...>) are new,
+others untouched; temporary files in the moved directory can stay. Do not
+move a batch's directories while it runs.
+
+=item C<unable to sync directory 'DIR' - $!>
+
+The C<fsync> of a directory (with C<mkdir>, of the parent of one made)
+failed after the renames (C<EIO>; C<EACCES> when the directory is not
+readable, as for C<file_set_contents>): every target is replaced (the error
+says so) but may not be durable. Check the device, then write the batch
+again.
 
 =item C<file_set_contents_many: expects an array reference of file =E<gt> data pairs>, C<file_set_contents_many: odd number of elements: expects file =E<gt> data pairs>, C<file_set_contents_many: options must be a hash reference>
 
