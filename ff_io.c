@@ -449,14 +449,29 @@ void ff_wbuf_free(struct ff_wbuf *b)
  * hard link, which never replaces either. */
 static int rename_noreplace(struct ff_atomic *a)
 {
-    int unsupported, err = ff_renameat_noreplace(AT_FDCWD, a->temp, a->target, &unsupported, a->intr);
+    int err;
 
-    if (!err)
-        a->created = 0;
-    else if (unsupported)
+    FF_SYSCALL(err, a->intr, rename_exclusive(AT_FDCWD, a->temp, a->target));
+    if (err != EINVAL && err != ENOSYS && err != EOPNOTSUPP)
+        return err;
+    FF_SYSCALL(err, a->intr, link(a->temp, a->target));
+    if (!err) {
+        /* the temp is now a second name of the new target: remove it, or
+         * else undo the link (noclobber: there was no target before) */
+        FF_SYSCALL(err, a->intr, unlink(a->temp));
+        if (!err) {
+            a->created = 0;
+            return 0;
+        }
+        unlink(a->target);
+        return err;
+    }
+    if (err == EPERM || err == ENOSYS || err == EOPNOTSUPP)
         a->step = FF_STEP_NOCLOBBER;
     return err;
 }
+
+/* The same relative to a directory fd (the batch's). */
 
 int ff_renameat_noreplace(int dirfd, const char *from, const char *to, int *unsupported,
                           const struct ff_eintr *intr)
@@ -469,8 +484,7 @@ int ff_renameat_noreplace(int dirfd, const char *from, const char *to, int *unsu
         return err;
     FF_SYSCALL(err, intr, linkat(dirfd, from, dirfd, to, 0));
     if (!err) {
-        /* from is now a second name of the new target: remove it, or else
-         * undo the link (noclobber: there was no target before) */
+        /* as above */
         FF_SYSCALL(err, intr, unlinkat(dirfd, from, 0));
         if (!err)
             return 0;
