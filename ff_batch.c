@@ -638,9 +638,13 @@ static int sync_dir(struct ff_batch *b, size_t k)
 
     if ((err = dir_fd(b, k, NULL)))
         return err;
-    FF_SYSCALL(err, NULL, b->sync_fd = openat(b->dirs[k].fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (err)
+    do
+        FF_SYSCALL(err, NULL, b->sync_fd = openat(b->dirs[k].fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    while (err == EMFILE && evict_one(b, k));
+    if (err) {
+        b->sync_fd = -1;
         return err;
+    }
     FF_SYSCALL(err, NULL, fsync(b->sync_fd));
     ff_close_read(b->sync_fd);
     b->sync_fd = -1;
@@ -660,9 +664,15 @@ static int sync_dirs(struct ff_batch *b)
 
         if (!m->levels)
             continue;
-        if (!(copy = strdup(m->path)))      /* cut in place: the path stays for discard */
+        do {
+            if (!(copy = strdup(m->path)))  /* cut in place: the path stays for discard */
+                return ENOMEM;
+            err = ff_sync_parents(copy, m->levels, &b->sync_fd, NULL);
+            if (err == EMFILE)
+                free(copy);
+        } while (err == EMFILE && evict_one(b, FF_NONE));
+        if (err == EMFILE && !(copy = strdup(m->path)))
             return ENOMEM;
-        err = ff_sync_parents(copy, m->levels, &b->sync_fd, NULL);
         if (err && !FF_CANNOT_SYNC(err)) {
             b->dir_step = FF_DIR_SYNC;
             b->failed_dir = m->dir;

@@ -12,7 +12,7 @@ BEGIN { $ENV{LC_ALL} = 'C'; delete $ENV{LANGUAGE} }
 use POSIX qw(setlocale LC_ALL);
 BEGIN { setlocale(LC_ALL, 'C') }
 
-use Test::More tests => 67;
+use Test::More tests => 70;
 use Errno qw(ENOENT ENOTDIR EISDIR EIO EACCES ESTALE);
 use lib 't/lib';
 use FFTest qw(tempdir slurp spew temps_in check_error errno_text run_perl in_child strace_why strace_call
@@ -51,6 +51,26 @@ PERL
             is_deeply([ temps_in($base) ], [], '... no temp left');
         }
     }
+}
+
+# a program that holds most of its fds itself: the batch runs out (EMFILE),
+# gives back directories and runs its barriers early, and goes on
+for my $fsync (0, 1) {
+    my $base = "$dir/emfile-$fsync";
+    mkdir $base or die "mkdir: $!";
+    my ($status, $out) = run_perl('use FastFile; my @hold = map { open my $h, "<", "/dev/null" or die "open: $!"; $h } 1 .. 22;'
+                                  . " $WRITE_AND_CHECK", args => [$base, 60, 60, $fsync], ulimit_n => 32);
+    is($out, "written 60 bad 0\n", "ulimit -n 32 with 22 fds held: 60 files in 60 directories, fsync $fsync");
+}
+SKIP: {
+    skip $strace_why, 1 if $strace_why;
+    my $base = "$dir/emfile-mkdir";
+    mkdir $base;
+    my $r = strace_call('my @hold = map { open my $h, "<", "/dev/null" or die; $h } 1 .. 22;'
+                        . ' FastFile::file_set_contents_many(\@l, { fsync => 1, mkdir => 1 })',
+                        setup => 'my @l = map { ("$ARGV[0]/n$_/f" => "x") } 1 .. 30;', args => [$base], ulimit_n => 32);
+    ok($r->{ok} && (grep { $_->{name} =~ /^open/ && ($_->{errno} // '') eq 'EMFILE' } @{ $r->{calls} }),
+       '... and with mkdir: EMFILE met (strace) and overcome') or diag $r->{err};
 }
 
 # the fds open at once, counted from strace's openat/close: a batch of 40
