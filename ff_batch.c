@@ -268,11 +268,13 @@ static int create_temp(struct ff_batch *b, size_t i)
     size_t base_len = strlen(a->temp);
     int err, tries;
 
+    mode_t mode = ff_temp_mode(a, b->opt.preserve);
+
     a->step = FF_STEP_OPEN;
-    FF_SYSCALL(err, b->intr, a->fd = openat(dirfd, TEMP_LEAF(&b->files[i]), FF_TEMP_FLAGS, b->opt.perm));
+    err = ff_open_excl(dirfd, TEMP_LEAF(&b->files[i]), mode, &a->fd, b->intr);
     for (tries = 0; err == EEXIST && tries < FF_TEMP_TRIES; tries++) {
         snprintf(a->temp + base_len, FF_TEMP_SUFFIX_MAX, ".%016llx", ff_random_bits());
-        FF_SYSCALL(err, b->intr, a->fd = openat(dirfd, TEMP_LEAF(&b->files[i]), FF_TEMP_FLAGS, b->opt.perm));
+        err = ff_open_excl(dirfd, TEMP_LEAF(&b->files[i]), mode, &a->fd, b->intr);
     }
     if (err) {
         a->fd = -1;

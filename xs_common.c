@@ -157,13 +157,13 @@ static void S_handlers_done(pTHX_ void *ctx)
     }
 }
 
-void ffxs_on_eintr(void *ctx)
+int ffxs_on_eintr(void *ctx)
 {
     dTHX;
     struct ff_guard *g = (struct ff_guard *)ctx;
 
     if (!PL_sig_pending)
-        return;
+        return 0;
     ENTER;
     if (g) {
         if (!g->pid)
@@ -177,6 +177,7 @@ void ffxs_on_eintr(void *ctx)
     if (g && g->forked)
         croak("FastFile: a process forked by a signal handler may not go on with the "
               "%s of process %" IVdf "\n", g->reading ? "read" : "write", g->pid);
+    return 1;
 }
 
 /* Savestack destructor of discard_at_leave. */

@@ -131,8 +131,9 @@ struct ff_guard {
  * alarm must still fire, and before the file is published). ctx is a
  * struct ff_guard. While they run, the SV we
  * are writing from (held by the caller) is read-only: a handler that
- * changed it could free or move the buffer under the write. */
-void ffxs_on_eintr(void *ctx);
+ * changed it could free or move the buffer under the write. Returns 1
+ * when a signal was pending (ff_io.h bounds the EINTRs that come without). */
+int ffxs_on_eintr(void *ctx);
 
 /* Remove whatever of a is still ours when the current scope is left: on
  * success (nothing left), a croak or a die from a signal handler alike. */
