@@ -259,7 +259,7 @@ static bool S_flag_value(pTHX_ const char *key, SV *val)
 #define flag_value(key, val) S_flag_value(aTHX_ key, val)
 
 void ffxs_parse_options(pTHX_ HV *hv, struct ff_options *opt, bool *force_utf8,
-                        SV **buffer_size)
+                        SV **buffer_size, const char *op)
 {
     HE *he;
 
@@ -272,6 +272,10 @@ void ffxs_parse_options(pTHX_ HV *hv, struct ff_options *opt, bool *force_utf8,
 
         SvGETMAGIC(val);
         if (KEY_IS("perm")) {
+            if (SvOK(val) && SvTAINTED(val)) {  /* as the positional $perm, as sysopen */
+                TAINT;
+                taint_proper(NULL, op);
+            }
             if (SvOK(val)) {
                 NV mode = SvROK(val) || !looks_like_number(val) ? -1 : number_arg(val, "perm");
                 if (!(mode >= 0 && mode <= 07777 && mode == (NV)(IV)mode))  /* NaN fails too */

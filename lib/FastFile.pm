@@ -120,7 +120,8 @@ Each option adds only the syscalls named:
 
 =item C<< perm => $mode >>
 
-As C<$perm>; an integer from 0 to 07777.
+As C<$perm>; an integer from 0 to 07777. Tainted, it dies under C<-T> as
+C<$perm> does.
 
 =item C<< utf8 => 1 >>
 
@@ -457,9 +458,10 @@ child in the handler (C<exit> or C<exec>).
 
 =item C<Insecure dependency in file_set_contents while running with -T switch>
 
-Under C<-T>, a tainted C<$filename>, as for C<open>, or a tainted C<$perm>,
-as for C<sysopen> (C<... in file_set_contents_many> for a batch). Untaint it
-with a pattern match that checks it.
+Under C<-T>, a tainted C<$filename>, as for C<open>, or a tainted C<$perm>
+(positional or the C<perm> option), as for C<sysopen> (C<... in
+file_set_contents_many> for a batch, C<... in FastFile::Writer-E<gt>new> for
+the writer). Untaint it with a pattern match that checks it.
 
 =item C<Wide character in $/>
 
