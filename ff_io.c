@@ -85,20 +85,24 @@ int ff_atomic_init(struct ff_atomic *a, const char *path, const struct ff_option
  * answers. Asked only once readlink has found a link (text[0..n)), so a
  * plain target costs nothing. EAGAIN: the link changed meanwhile, read it
  * again. */
-static int may_follow(const char *link_path, const char *text, ssize_t n)
+static int may_follow(const char *link_path, const char *text, ssize_t n,
+                      const struct ff_eintr *intr)
 {
     char again[PATH_MAX];
     struct stat dir, link;
     char *dir_path = dir_of(link_path);
-    int err = !dir_path ? ENOMEM : stat(dir_path, &dir) < 0 ? errno : 0;
+    int err = ENOMEM;
 
+    if (dir_path)
+        FF_SYSCALL(err, intr, stat(dir_path, &dir));
     free(dir_path);
     if (err)
         return err;
     if ((dir.st_mode & (S_ISVTX | S_IWOTH)) != (S_ISVTX | S_IWOTH))
         return 0;
-    if (lstat(link_path, &link) < 0)
-        return errno == ENOENT ? EAGAIN : errno;
+    FF_SYSCALL(err, intr, lstat(link_path, &link));
+    if (err)
+        return err == ENOENT ? EAGAIN : err;
     if (!S_ISLNK(link.st_mode))
         return EAGAIN;
     if (link.st_uid != geteuid() && link.st_uid != dir.st_uid)
@@ -128,7 +132,7 @@ static int resolve_symlinks(struct ff_atomic *a)
             return ENAMETOOLONG;
         if (hops == FF_MAX_SYMLINKS)
             return ELOOP;
-        err = may_follow(a->target, link, n);
+        err = may_follow(a->target, link, n, a->intr);
         if (err == EAGAIN)
             continue;       /* swapped: counts as a hop, so it ends */
         if (err)
