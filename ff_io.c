@@ -25,6 +25,10 @@
 #include <sys/uio.h>
 #include <sys/syscall.h>
 
+#ifndef CLOCK_REALTIME_COARSE
+#define CLOCK_REALTIME_COARSE CLOCK_REALTIME    /* Linux's; elsewhere the exact clock */
+#endif
+
 #ifndef RENAME_NOREPLACE
 #define RENAME_NOREPLACE (1 << 0)   /* the kernel's value (linux/fs.h) */
 #endif
