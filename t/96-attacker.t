@@ -354,8 +354,7 @@ sub windowed_cases {
                         my $got = join '', map { local $/; readline($_) // '' } values %{ $s->{fh} || {} };
                         return sprintf 'opened=%d refused=%d read=%s', scalar keys %{ $s->{fh} || {} },
                             $s->{refused} // 0, unpack('H*', $got);
-                    },
-                    $opt eq 'follow' ? () : ());
+                    });
                 ok($res->{ok}, "$label: the victim's write succeeds") or diag($res->{err});
                 my ($opened, $refused, $read) = $report =~ /opened=(\d+) refused=(\d+) read=(\S*)/;
                 ok(defined $opened && $refused > 0 || $opened, "$label: the attacker tried") or diag($report);
