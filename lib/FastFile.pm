@@ -408,7 +408,11 @@ in the way.
 =item C<unable to follow symlinks of 'FILENAME' - $!>
 
 With C<follow_symlinks>: a link could not be read, or the chain is longer
-than 40 links or loops (C<ELOOP>). Repair the chain of links.
+than 40 links or loops (C<ELOOP>). Repair the chain of links. With
+C<Permission denied> (C<EACCES>): a link in a sticky world-writable
+directory belongs neither to the caller nor to the directory's owner, and
+is not followed (see C<follow_symlinks>); it may be another user's trap.
+Point the caller at a link it owns, or at the file itself.
 
 =item C<noclobber is not supported by the filesystem of 'FILENAME' - $!>
 
