@@ -366,7 +366,10 @@ the user that writes.
 
 The data did not fit: C<ENOSPC>, C<EDQUOT>, C<EFBIG> (pmxcfs's file size
 limit), or C<EIO>; a C<write> that returns 0 counts as C<ENOSPC>. Free space,
-raise the quota or write less, then call again.
+raise the quota or write less, then call again. C<Interrupted system call>
+(C<EINTR>), here or from any other step: the filesystem answered C<EINTR>
+100 times in a row with no signal pending (a FUSE server or an NFS C<intr>
+mount that misbehaves; see L</CAVEATS>). Repair or remount it.
 
 =item C<closing file 'TEMP' failed - $!>
 
