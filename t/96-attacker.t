@@ -289,7 +289,8 @@ sub planted_cases {
 my $STRACE = strace_why();
 
 # The victim's call in a child perl under strace, its write to the temp
-# held for 0.15 s, while the attacker's $deed runs in a loop (as uid 65534)
+# (hold => 'openat': its first open, the temp's or if_changed's compare,
+# right after the checks) held for 0.15 s, while the attacker's $deed runs in a loop (as uid 65534)
 # until the call is over; then the attacker's $after. Returns the victim's
 # strace_call result and the attacker's report.
 sub during {
@@ -314,7 +315,7 @@ sub during {
     close $w;
     my $res = strace_call($a{code}, target => $a{target}, data => $SECRET, opts => $a{opts},
                           pid => $FFTest::PID, paths => ['%TMP%', $a{target}],
-                          inject => ['write:delay_enter=150000:when=1'], timeout => 30);
+                          inject => [ ($a{hold} // 'write') . ':delay_enter=150000:when=1' ], timeout => 30);
     kill 'USR1', $pid;
     my $report = do { local $/; <$r> } // '';
     waitpid $pid, 0;
@@ -369,30 +370,33 @@ sub windowed_cases {
 
                 next if $where eq 'own' || !$FULL && $api ne 'file_set_contents';
                 # the attacker's own file as the target: swap a symlink and a
-                # FIFO in at the target and the temp name, all along
-                $label = "ps=$ps sticky $api $opt: symlinks and FIFOs swapped in during the call";
-                $c = new_case('sticky');
-                my $t = "$c->{dir}/theirs";
-                as_attacker(sub { spew($t, "their old\n", 0644); 1 });
-                my $temp = "$t.tmp.$FFTest::PID";
-                ($res, $report) = during(
-                    code => $API{$api}, target => $t,
-                    opts => { %{ $OPTS{$opt} }, perm => 0644, noclobber => 0 },
-                    deed => sub {
-                        my ($s) = @_;
-                        my $k = $s->{k}++ % 3;
-                        my $new = "$c->{dir}/swap.$k";
-                        unlink $new;
-                        $k == 0 ? symlink("$c->{outside}/precious", $new)
-                      : $k == 1 ? POSIX::mkfifo($new, 0666) : spew($new, "their old\n", 0644);
-                        rename $new, $t and $s->{swapped}++;
-                        symlink "$c->{outside}/precious", $temp and $s->{planted}++;
-                    },
-                    after => sub { "swapped=" . ($_[0]{swapped} // 0) });
-                ok($res->{ok} || $res->{err} =~ /Permission denied|Too many levels/,
-                   "$label: the victim's call succeeds or fails cleanly") or diag($res->{err});
-                like($report, qr/swapped=[1-9]/, "$label: the attacker swapped during the call");
-                end_checks($label, $c, planted => [ -l $temp ? "dir/theirs.tmp.$FFTest::PID" : () ]);
+                # FIFO in at the target and the temp name, all along, with the
+                # window between the checks and the open held, or the write
+                for my $hold (qw(openat write)) {
+                    $label = "ps=$ps sticky $api $opt: symlinks and FIFOs swapped in, $hold held";
+                    $c = new_case('sticky');
+                    my $t = "$c->{dir}/theirs";
+                    as_attacker(sub { spew($t, "their old\n", 0644); 1 });
+                    my $temp = "$t.tmp.$FFTest::PID";
+                    ($res, $report) = during(
+                        code => $API{$api}, target => $t,
+                        opts => { %{ $OPTS{$opt} }, perm => 0644, noclobber => 0 },
+                        deed => sub {
+                            my ($s) = @_;
+                            my $k = $s->{k}++ % 3;
+                            my $new = "$c->{dir}/swap.$k";
+                            unlink $new;
+                            $k == 0 ? symlink("$c->{outside}/precious", $new)
+                          : $k == 1 ? POSIX::mkfifo($new, 0666) : spew($new, "their old\n", 0644);
+                            rename $new, $t and $s->{swapped}++;
+                            symlink "$c->{outside}/precious", $temp and $s->{planted}++;
+                        },
+                        after => sub { "swapped=" . ($_[0]{swapped} // 0) }, hold => $hold);
+                    ok($res->{ok} || $res->{err} =~ /Permission denied|Too many levels/,
+                       "$label: the victim's call succeeds or fails cleanly") or diag($res->{err});
+                    like($report, qr/swapped=[1-9]/, "$label: the attacker swapped during the call");
+                    end_checks($label, $c, planted => [ -l $temp ? "dir/theirs.tmp.$FFTest::PID" : () ]);
+                }
             }
         }
     }
