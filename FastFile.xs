@@ -48,7 +48,7 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
     if (perm && SvROK(perm) && SvTYPE(SvRV(perm)) == SVt_PVHV && !SvOBJECT(SvRV(perm))) {
         if (force && SvOK(force))
             croak("force_utf8 argument given with an options hash: use its 'utf8' key\n");
-        parse_options((HV *)SvRV(perm), &opt, &force_utf8, NULL);
+        parse_options((HV *)SvRV(perm), &opt, &force_utf8, NULL, op);
     } else {
         if (perm && SvOK(perm)) {
             if (SvTAINTED(perm)) {        /* the reference's sysopen refuses it */

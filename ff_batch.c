@@ -514,8 +514,8 @@ static int create_temp(struct ff_batch *b, size_t i)
     int err, tries = 0;
 
     for (;;) {
-        FF_SYSCALL(err, b->intr, a->fd = openat(b->dirs[f->dir].fd, TEMP_LEAF(f), FF_TEMP_FLAGS,
-                                                b->opt.perm));
+        err = ff_open_excl(b->dirs[f->dir].fd, TEMP_LEAF(f), ff_temp_mode(a, b->opt.preserve),
+                           &a->fd, b->intr);
         if (err == EEXIST && tries++ < FF_TEMP_TRIES) {
             snprintf(a->temp + base_len, FF_TEMP_SUFFIX_MAX, ".%016llx", ff_random_bits());
             continue;

@@ -25,6 +25,10 @@
 #include <sys/uio.h>
 #include <sys/syscall.h>
 
+#ifndef CLOCK_REALTIME_COARSE
+#define CLOCK_REALTIME_COARSE CLOCK_REALTIME    /* Linux's; elsewhere the exact clock */
+#endif
+
 #ifndef RENAME_NOREPLACE
 #define RENAME_NOREPLACE (1 << 0)   /* the kernel's value (linux/fs.h) */
 #endif
@@ -80,6 +84,42 @@ int ff_atomic_init(struct ff_atomic *a, const char *path, const struct ff_option
     return a->target ? 0 : ENOMEM;
 }
 
+/* fs.protected_symlinks, applied whatever the sysctl says: a symlink in a
+ * sticky world-writable directory is followed only when its owner is the
+ * follower (our euid) or the directory's owner; else EACCES, as the kernel
+ * answers. Asked only once readlink has found a link (text[0..n)), so a
+ * plain target costs nothing. EAGAIN: the link changed meanwhile, read it
+ * again. */
+static int may_follow(const char *link_path, const char *text, ssize_t n,
+                      const struct ff_eintr *intr)
+{
+    char again[PATH_MAX];
+    struct stat dir, link;
+    char *dir_path = dir_of(link_path);
+    int err = ENOMEM;
+
+    if (dir_path)
+        FF_SYSCALL(err, intr, stat(dir_path, &dir));
+    free(dir_path);
+    if (err)
+        return err;
+    if ((dir.st_mode & (S_ISVTX | S_IWOTH)) != (S_ISVTX | S_IWOTH))
+        return 0;
+    FF_SYSCALL(err, intr, lstat(link_path, &link));
+    if (err)
+        return err == ENOENT ? EAGAIN : err;
+    if (!S_ISLNK(link.st_mode))
+        return EAGAIN;
+    if (link.st_uid != geteuid() && link.st_uid != dir.st_uid)
+        return EACCES;
+    /* the owner seen must be the owner of the text read: in a sticky
+     * directory only the link's owner can replace it, and the same text
+     * read after the lstat proves it was not swapped in between */
+    if (readlink(link_path, again, sizeof again) != n || memcmp(again, text, (size_t)n) != 0)
+        return EAGAIN;
+    return 0;
+}
+
 /* Replace a->target by the path its symlink chain finally names. */
 static int resolve_symlinks(struct ff_atomic *a)
 {
@@ -89,6 +129,7 @@ static int resolve_symlinks(struct ff_atomic *a)
     for (hops = 0;; hops++) {
         ssize_t n = readlink(a->target, link, sizeof link);
         char *next, *dir;
+        int err;
 
         if (n < 0) /* not a symlink, or nothing there yet: this is the file */
             return errno == EINVAL || errno == ENOENT || errno == ENOTDIR ? 0 : errno;
@@ -96,6 +137,11 @@ static int resolve_symlinks(struct ff_atomic *a)
             return ENAMETOOLONG;
         if (hops == FF_MAX_SYMLINKS)
             return ELOOP;
+        err = may_follow(a->target, link, n, a->intr);
+        if (err == EAGAIN)
+            continue;       /* swapped: counts as a hop, so it ends */
+        if (err)
+            return err;
         link[n] = '\0';
         if (link[0] == '/') {
             next = strdup(link);
@@ -172,12 +218,71 @@ int ff_atomic_unchanged(struct ff_atomic *a, const char *buf, size_t len, const 
     return same;
 }
 
-static int open_temp(struct ff_atomic *a, mode_t mode, int *fd)
+mode_t ff_temp_mode(const struct ff_atomic *a, int preserve)
 {
-    int err;
+    /* preserve: the final mode is only set at commit, after the data is
+     * written; until then only the owner's bits that both the old file and
+     * perm grant. Group and others get nothing: the temp's owner and group
+     * are still ours, not the old file's, until the commit's fchown. */
+    if (preserve && a->have_old)
+        return a->opt.perm & a->old.st_mode & 0700;
+    return a->opt.perm;
+}
 
-    FF_SYSCALL(err, a->intr, *fd = open(a->temp, FF_TEMP_FLAGS, mode));
-    return err;
+/* Is dirfd/name plausibly the temp our own interrupted open created (the
+ * server made it, then EINTR came back)? We never had an fd for it, so we
+ * cannot know its inode; we only ever unlink it (never open it: it may be
+ * someone else's), and only if it looks exactly like what that open makes:
+ * a regular file with one link, owned by our euid, empty, no mode bit
+ * beyond `mode`, changed no earlier than a second before we started
+ * (timestamps may be whole seconds). Nobody else can make a file owned by
+ * us; the one left risk is another writer of ours with the same name (same
+ * PID on another node) that has just created it and written nothing yet:
+ * its rename then fails with ENOENT, its target untouched. */
+static int own_orphan(int dirfd, const char *name, mode_t mode, const struct timespec *started)
+{
+    struct stat st;
+
+    return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)
+           && st.st_nlink == 1 && st.st_uid == geteuid() && st.st_size == 0
+           && (st.st_mode & 07777 & ~mode) == 0 && st.st_ctime + 1 >= started->tv_sec;
+}
+
+int ff_open_excl(int dirfd, const char *name, mode_t mode, int *fd,
+                 const struct ff_eintr *intr)
+{
+    struct timespec started;
+    unsigned spins = 0;
+    int err, after_eintr = 0;
+
+    /* the vDSO's coarse clock: no syscall, ~10 ns */
+    clock_gettime(CLOCK_REALTIME_COARSE, &started);
+    for (;;) {
+        *fd = openat(dirfd, name, FF_TEMP_FLAGS, mode);
+        if (*fd >= 0)
+            return 0;
+        err = errno;
+        if (err == EEXIST && after_eintr && own_orphan(dirfd, name, mode, &started)) {
+            /* NFS or FUSE created it, then answered EINTR: ours, removed,
+             * the same name tried once more */
+            unlinkat(dirfd, name, 0);
+            after_eintr = 0;
+            continue;
+        }
+        if (err != EINTR)
+            return err;
+        after_eintr = 1;
+        if (!ff_retry_eintr(intr, &spins)) {
+            if (own_orphan(dirfd, name, mode, &started))
+                unlinkat(dirfd, name, 0);
+            return EINTR;
+        }
+    }
+}
+
+static int open_temp(struct ff_atomic *a, int *fd)
+{
+    return ff_open_excl(AT_FDCWD, a->temp, ff_temp_mode(a, a->opt.preserve), fd, a->intr);
 }
 
 /* 64 random bits for a temp suffix; only needed after a name collision, so
@@ -197,14 +302,14 @@ static unsigned long long random_bits(void)
 static int create_temp(struct ff_atomic *a)
 {
     size_t base_len = strlen(a->temp);
-    int err = open_temp(a, a->opt.perm, &a->fd);
+    int err = open_temp(a, &a->fd);
     int tries;
 
     /* The plain name may belong to another live writer (same PID on another
      * cluster node): never touch it, pick a fresh name instead. */
     for (tries = 0; err == EEXIST && tries < FF_TEMP_TRIES; tries++) {
         snprintf(a->temp + base_len, FF_TEMP_SUFFIX_MAX, ".%016llx", random_bits());
-        err = open_temp(a, a->opt.perm, &a->fd);
+        err = open_temp(a, &a->fd);
     }
     if (!err)
         a->created = 1;
@@ -318,21 +423,24 @@ static int preserve_old(struct ff_atomic *a)
 
 int ff_write_all(int fd, const char *buf, size_t len, const struct ff_eintr *intr)
 {
+    unsigned spins = 0;     /* EINTRs in a row without a signal */
+
     while (len > 0) {
         ssize_t n = write(fd, buf, len);
         if (n > 0) {
             buf += n;
             len -= (size_t)n;
+            spins = 0;
             /* a signal that arrives mid-write makes it short, not EINTR:
              * its handler (an alarm timeout) must still run before the rest */
             if (len > 0)
                 interrupted(intr);
         } else if (n == 0) {
             return ENOSPC;
-        } else if (errno == EINTR) {
-            interrupted(intr);
-        } else {
+        } else if (errno != EINTR) {
             return errno;
+        } else if (!ff_retry_eintr(intr, &spins)) {
+            return EINTR;
         }
     }
     return 0;
@@ -342,6 +450,7 @@ int ff_write_tail_all(int fd, const char *buf, size_t len, const char *tail, siz
                       const struct ff_eintr *intr)
 {
     struct iovec iov[2];
+    unsigned spins = 0;
     ssize_t n;
     int err;
 
@@ -354,7 +463,8 @@ int ff_write_tail_all(int fd, const char *buf, size_t len, const char *tail, siz
     while ((n = writev(fd, iov, 2)) < 0) {
         if (errno != EINTR)
             return errno;
-        interrupted(intr);
+        if (!ff_retry_eintr(intr, &spins))
+            return EINTR;
     }
     if (n == 0)
         return ENOSPC;

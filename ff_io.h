@@ -34,8 +34,20 @@
  * write, and once in ff_atomic_commit between close and rename (signals that
  * came during the write are handled before the file is published). It runs
  * pending signal handlers and makes no syscall; it may not return (a perl
- * signal handler that dies unwinds through it). */
-typedef void (*ff_on_eintr)(void *ctx);
+ * signal handler that dies unwinds through it). It returns nonzero when a
+ * signal was pending: FF_EINTR_SPINS_MAX EINTRs in a row with none (or
+ * without a callback) fail the call with EINTR. */
+typedef int (*ff_on_eintr)(void *ctx);
+
+/* EINTRs in a row, with no signal pending, before a syscall fails with
+ * EINTR. A real signal is always pending when it interrupts us (perl's
+ * handler marks it before the syscall returns) and resets the count; an
+ * EINTR without one comes from the filesystem (a FUSE server, NFS "intr")
+ * or a ptrace stop, and a transient one clears in a retry or two. 100
+ * leaves a wide margin for that and still ends a server that says EINTR
+ * forever after 100 quick calls (microseconds locally, 100 round trips on
+ * FUSE), instead of spinning at full CPU. */
+#define FF_EINTR_SPINS_MAX 100
 
 struct ff_eintr {
     ff_on_eintr fn;
@@ -194,6 +206,17 @@ int ff_mkdir_p(char *dir, int *made, const struct ff_eintr *intr);
  * in *fd while it is synced, so the owner's cleanup can close it after a
  * die; -1 otherwise. EINVAL and ENOSYS (cannot sync) are not errors. */
 int ff_sync_parents(char *dir, int levels, int *fd, const struct ff_eintr *intr);
+/* The mode a temp is created with: perm, but with preserve and an old
+ * file (a->old) only the owner bits both grant (0600 & perm for a 0600
+ * file): new contents are never more open than the old file's mode and the
+ * final one; commit sets the final mode. */
+mode_t ff_temp_mode(const struct ff_atomic *a, int preserve);
+/* openat(dirfd, name, O_EXCL...) of a new temp, EINTR retried (bounded).
+ * After an EINTR (NFS, FUSE: the server may have created the file) an
+ * EEXIST for a file that looks just made by us (see own_orphan in ff_io.c)
+ * removes it and tries the name again, so nothing is left behind. */
+int ff_open_excl(int dirfd, const char *name, mode_t mode, int *fd,
+                 const struct ff_eintr *intr);
 /* preserve: owner, then mode, of a->old onto the open temp. */
 int ff_atomic_preserve(struct ff_atomic *a);
 /* noclobber: rename a->temp to a->target without replacing anything. */

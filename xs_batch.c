@@ -133,7 +133,7 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
     if (opts && SvOK(opts)) {
         if (!SvROK(opts) || SvTYPE(SvRV(opts)) != SVt_PVHV || SvOBJECT(SvRV(opts)))
             croak("file_set_contents_many: options must be a hash reference\n");
-        parse_options((HV *)SvRV(opts), &opt, &force_utf8, NULL);
+        parse_options((HV *)SvRV(opts), &opt, &force_utf8, NULL, op);
     }
     pid = dollar_pid();
     guard.pid = pid;

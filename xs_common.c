@@ -157,13 +157,13 @@ static void S_handlers_done(pTHX_ void *ctx)
     }
 }
 
-void ffxs_on_eintr(void *ctx)
+int ffxs_on_eintr(void *ctx)
 {
     dTHX;
     struct ff_guard *g = (struct ff_guard *)ctx;
 
     if (!PL_sig_pending)
-        return;
+        return 0;
     ENTER;
     if (g) {
         if (!g->pid)
@@ -177,6 +177,7 @@ void ffxs_on_eintr(void *ctx)
     if (g && g->forked)
         croak("FastFile: a process forked by a signal handler may not go on with the "
               "%s of process %" IVdf "\n", g->reading ? "read" : "write", g->pid);
+    return 1;
 }
 
 /* Savestack destructor of discard_at_leave. */
@@ -258,7 +259,7 @@ static bool S_flag_value(pTHX_ const char *key, SV *val)
 #define flag_value(key, val) S_flag_value(aTHX_ key, val)
 
 void ffxs_parse_options(pTHX_ HV *hv, struct ff_options *opt, bool *force_utf8,
-                        SV **buffer_size)
+                        SV **buffer_size, const char *op)
 {
     HE *he;
 
@@ -271,6 +272,10 @@ void ffxs_parse_options(pTHX_ HV *hv, struct ff_options *opt, bool *force_utf8,
 
         SvGETMAGIC(val);
         if (KEY_IS("perm")) {
+            if (SvOK(val) && SvTAINTED(val)) {  /* as the positional $perm, as sysopen */
+                TAINT;
+                taint_proper(NULL, op);
+            }
             if (SvOK(val)) {
                 NV mode = SvROK(val) || !looks_like_number(val) ? -1 : number_arg(val, "perm");
                 if (!(mode >= 0 && mode <= 07777 && mode == (NV)(IV)mode))  /* NaN fails too */

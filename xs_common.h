@@ -67,11 +67,12 @@ void ffxs_croak_unless_safe(pTHX_ SV *path, const char *op, IV pid);
 
 /* Read the options hash: every value's get-magic once, unknown keys and
  * bad values refused before anything is touched. buffer_size is only known
- * where the caller asks for it (the streaming writer). */
+ * where the caller asks for it (the streaming writer). Under -T a tainted
+ * perm dies as sysopen's does, "Insecure dependency in <op>". */
 void ffxs_parse_options(pTHX_ HV *hv, struct ff_options *opt, bool *force_utf8,
-                        SV **buffer_size);
-#define parse_options(hv, opt, force_utf8, buffer_size) \
-    ffxs_parse_options(aTHX_ hv, opt, force_utf8, buffer_size)
+                        SV **buffer_size, const char *op);
+#define parse_options(hv, opt, force_utf8, buffer_size, op) \
+    ffxs_parse_options(aTHX_ hv, opt, force_utf8, buffer_size, op)
 
 /* The bytes file_set_contents writes for data (the table in the contract).
  * Returns a pointer into data's own buffer (or a copy's, for a value with
@@ -131,8 +132,9 @@ struct ff_guard {
  * alarm must still fire, and before the file is published). ctx is a
  * struct ff_guard. While they run, the SV we
  * are writing from (held by the caller) is read-only: a handler that
- * changed it could free or move the buffer under the write. */
-void ffxs_on_eintr(void *ctx);
+ * changed it could free or move the buffer under the write. Returns 1
+ * when a signal was pending (ff_io.h bounds the EINTRs that come without). */
+int ffxs_on_eintr(void *ctx);
 
 /* Remove whatever of a is still ours when the current scope is left: on
  * success (nothing left), a croak or a die from a signal handler alike. */

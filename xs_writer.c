@@ -220,7 +220,7 @@ static void S_writer_options(pTHX_ SV *opts, struct ff_options *opt, bool *force
     hv = (HV *)SvRV(opts);
     if (hv_exists(hv, "if_changed", 10))
         croak(FF_WRITER_CLASS ": option 'if_changed' is not supported by the writer\n");
-    parse_options(hv, opt, force_utf8, &size_sv);
+    parse_options(hv, opt, force_utf8, &size_sv, FF_WRITER_CLASS "->new");
     if (!size_sv || !SvOK(size_sv))     /* its get-magic ran in parse_options */
         return;
     if (SvROK(size_sv) || !looks_like_number(size_sv)

@@ -120,7 +120,8 @@ Each option adds only the syscalls named:
 
 =item C<< perm => $mode >>
 
-As C<$perm>; an integer from 0 to 07777.
+As C<$perm>; an integer from 0 to 07777. Tainted, it dies under C<-T> as
+C<$perm> does.
 
 =item C<< utf8 => 1 >>
 
@@ -145,6 +146,19 @@ error; a non-root member of the file's group then still sets the group, with
 a second C<fchown>). Otherwise C<perm> applies. +3 syscalls (C<lstat>,
 C<fchown>, C<fchmod>; +1 C<fchown> when the first is refused); owner and mode are set after the data is written, since a write
 by a user without C<CAP_FSETID> clears set-id bits. pmxcfs accepts only the modes and owners it assigns itself.
+
+The rule for the new contents: at no moment is a file that holds them more
+open than both the old file's mode and the final mode. So while it is
+written, the temporary file has only the owner bits that both C<perm> and
+the old file grant (C<0600> for an old C<0600> or C<0644> file, C<0400> for
+an old C<0400> one; nothing for group and others, as the temporary file's
+owner and group are still the writer's); the old mode is set at the commit,
+after C<fchown>. Without C<preserve> (or without an old file) the temporary
+file is created with the final mode, C<perm> filtered by the umask: a plain
+call with C<0600> over an old C<0644> file never shows the new contents to
+others, one with C<0644> over a C<0600> file shows them only as the final
+file will. The same holds for L</atomic_writer> (for the whole stream) and
+L</file_set_contents_many>.
 
 =item C<< if_changed => 1 >>
 
@@ -172,7 +186,19 @@ written: no directory is made, the call fails as without C<mkdir>.
 
 When C<$filename> is a symlink (or a chain of them), replace the file it
 finally points to, in that file's directory, and keep the links. A loop dies
-with C<ELOOP>'s text. +1 C<readlink> per link, +1 for the final file.
+with C<ELOOP>'s text. +1 C<readlink> for the final file; per link +1
+C<readlink> and +1 C<stat> of the directory that holds it, and in a sticky
+world-writable directory +1 C<lstat>, C<geteuid> and a second C<readlink>.
+
+Links are followed only where the kernel's C<fs.protected_symlinks> would
+follow them, whatever that sysctl is set to: a link in a sticky
+world-writable directory (such as F</tmp>) is followed only when it belongs
+to the caller (the effective uid) or to the directory's owner. Any other
+dies with C<EACCES>, C<unable to follow symlinks of 'FILE' - Permission
+denied>, as C<open> through that link would under the sysctl; the link and
+the file it names are left alone. (Only C<$filename>'s own chain is
+resolved here; links among its parent directories are the kernel's, as for
+C<open>.)
 
 =item C<< noclobber => 1 >>
 
@@ -378,7 +404,10 @@ the user that writes.
 
 The data did not fit: C<ENOSPC>, C<EDQUOT>, C<EFBIG> (pmxcfs's file size
 limit), or C<EIO>; a C<write> that returns 0 counts as C<ENOSPC>. Free space,
-raise the quota or write less, then call again.
+raise the quota or write less, then call again. C<Interrupted system call>
+(C<EINTR>), here or from any other step: the filesystem answered C<EINTR>
+100 times in a row with no signal pending (a FUSE server or an NFS C<intr>
+mount that misbehaves; see L</CAVEATS>). Repair or remount it.
 
 =item C<closing file 'TEMP' failed - $!>
 
@@ -420,7 +449,11 @@ in the way.
 =item C<unable to follow symlinks of 'FILENAME' - $!>
 
 With C<follow_symlinks>: a link could not be read, or the chain is longer
-than 40 links or loops (C<ELOOP>). Repair the chain of links.
+than 40 links or loops (C<ELOOP>). Repair the chain of links. With
+C<Permission denied> (C<EACCES>): a link in a sticky world-writable
+directory belongs neither to the caller nor to the directory's owner, and
+is not followed (see C<follow_symlinks>); it may be another user's trap.
+Point the caller at a link it owns, or at the file itself.
 
 =item C<noclobber is not supported by the filesystem of 'FILENAME' - $!>
 
@@ -519,9 +552,10 @@ child in the handler (C<exit> or C<exec>).
 
 =item C<Insecure dependency in file_set_contents while running with -T switch>
 
-Under C<-T>, a tainted C<$filename>, as for C<open>, or a tainted C<$perm>,
-as for C<sysopen> (C<... in file_set_contents_many> for a batch). Untaint it
-with a pattern match that checks it.
+Under C<-T>, a tainted C<$filename>, as for C<open>, or a tainted C<$perm>
+(positional or the C<perm> option), as for C<sysopen> (C<... in
+file_set_contents_many> for a batch, C<... in FastFile::Writer-E<gt>new> for
+the writer). Untaint it with a pattern match that checks it.
 
 =item C<Wide character in $/>
 
@@ -597,13 +631,26 @@ code runs to remove it. The target itself is never partial.
 
 If C<"$filename.tmp.$$"> already exists (another live writer, perhaps on
 another cluster node with the same PID), FastFile never removes it: it tries
-C<"$filename.tmp.$$.RANDOM"> instead. The reference unlinks it.
+C<"$filename.tmp.$$.RANDOM"> instead. The reference unlinks it. One
+exception: when the exclusive create was interrupted (C<EINTR>) and the
+retry finds the name taken, NFS or a FUSE server may have created the file
+before answering C<EINTR>. That file is removed (never opened) and the name
+tried again, but only when it looks exactly like what that create makes: a
+regular file with one link, owned by the effective uid, empty, no mode bit
+beyond the mode asked for, changed since the call began (within the
+second). Nobody else can make a file owned by the caller; at worst another
+writer of the same uid and PID that has just created that name and written
+nothing yet fails its rename with C<ENOENT>, its target untouched.
 
 =item *
 
 C<EINTR> is retried after running perl's pending signal handlers, so an
 C<alarm> still fires; a handler that dies leaves no temporary file. The
-reference dies on C<EINTR>. A signal that cuts a C<write> short is handled
+reference dies on C<EINTR>. An C<EINTR> that comes with no signal pending
+(a misbehaving FUSE server, an NFS C<intr> mount) is retried too, but after
+100 of them in a row the call dies with C<EINTR>'s text (target untouched,
+no temporary file) instead of spinning at full CPU; a signal handled starts
+the count again, so signals however frequent never make a call fail. A signal that cuts a C<write> short is handled
 before the rest is written, too. C<EINTR> from C<close> is not an error
 (Linux has closed the descriptor); pending handlers then run before the rename.
 

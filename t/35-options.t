@@ -120,6 +120,7 @@ sub RENAME  { qq{rename("$_[0].tmp.PID", "$_[0]") = 0} }
 sub NOREPL  { my ($p, $r) = @_; $r //= '0';
               qq{renameat2(AT_FDCWD, "$p.tmp.PID", AT_FDCWD, "$p", RENAME_NOREPLACE) = $r} }
 sub UNLINK  { qq{unlink("$_[0].tmp.PID") = 0} }
+sub STATDIR { qq{newfstatat(AT_FDCWD, "$_[0]", {...}, 0) = 0} }    # a link's directory (follow_symlinks)
 sub LSTAT   { qq{newfstatat(AT_FDCWD, "$_[0]", {...}, AT_SYMLINK_NOFOLLOW) = 0} }
 sub LSTAT_ENOENT { qq{newfstatat(AT_FDCWD, "$_[0]", PTR, AT_SYMLINK_NOFOLLOW) = -1 ENOENT} }
 sub COMPARE { ( qq{openat(AT_FDCWD, "$_[0]", O_RDONLY|O_NONBLOCK|O_NOFOLLOW|O_CLOEXEC) = FD},
@@ -414,7 +415,7 @@ subtest 'preserve: syscalls and errors' => sub {
 
     $old->();
     my $t = traced(dir => $d, code => q{file_set_contents("$D/f", $DATA, { preserve => 1 })});
-    seq_is($t, [ LSTAT('D/f'), T_OPEN('D/f'), WRITE64, "fchown(FD, $ou, $og) = 0", 'fchmod(FD, 0640) = 0',
+    seq_is($t, [ LSTAT('D/f'), T_OPEN('D/f', '0600'), WRITE64, "fchown(FD, $ou, $og) = 0", 'fchmod(FD, 0640) = 0',
                  CLOSE, RENAME('D/f') ], 'preserve => 1 (target exists)');
     push @TRACES_WITHOUT_FSYNC, [ 'preserve', $t ];
     is(sprintf('%04o', mode_of("$d/f")), '0640', 'mode kept');
@@ -434,7 +435,7 @@ subtest 'preserve: syscalls and errors' => sub {
     is(slurp("$d/f"), 'old', 'target untouched');
     is(sprintf('%04o', mode_of("$d/f")), '0640', 'target mode untouched');
     no_temps('fchmod EPERM', $d);
-    seq_is($t, [ LSTAT('D/f'), T_OPEN('D/f'), WRITE64, "fchown(FD, $ou, $og) = 0",
+    seq_is($t, [ LSTAT('D/f'), T_OPEN('D/f', '0600'), WRITE64, "fchown(FD, $ou, $og) = 0",
                  'fchmod(FD, 0640) = -1 EPERM (INJECTED)', CLOSE, UNLINK('D/f') ],
            'preserve => 1, fchmod fails');
 
@@ -453,7 +454,7 @@ subtest 'preserve: syscalls and errors' => sub {
     is($t->{err}, '', 'fchown EPERM is ignored');
     is(slurp("$d/f"), $KiB64, 'fchown EPERM: file written');
     is(sprintf('%04o', mode_of("$d/f")), '0640', 'fchown EPERM: mode still set');
-    is_deeply($t->{seq}, [ LSTAT('D/f'), T_OPEN('D/f'), WRITE64, "fchown(FD, $ou, $og) = -1 EPERM (INJECTED)",
+    is_deeply($t->{seq}, [ LSTAT('D/f'), T_OPEN('D/f', '0600'), WRITE64, "fchown(FD, $ou, $og) = -1 EPERM (INJECTED)",
                            "fchown(FD, -1, $og) = -1 EPERM (INJECTED)", 'fchmod(FD, 0640) = 0', CLOSE, RENAME('D/f') ],
               'fchown EPERM: fchmod and the rest follow');
     no_temps('fchown EPERM', $d);
@@ -506,7 +507,7 @@ subtest 'preserve as a non-root user: EPERM from fchown is ignored' => sub {
     my $t = traced(dir => $d, pre => qq{\$) = "$gid $gid"; POSIX::setgid($gid) or die; POSIX::setuid($uid) or die},
                    code => q{file_set_contents("$D/g", $DATA, { preserve => 1 })});
     is($t->{err}, '', 'traced as nobody: no error');
-    seq_is($t, [ LSTAT('D/g'), T_OPEN('D/g'), WRITE64, 'fchown(FD, 0, 0) = -1 EPERM',
+    seq_is($t, [ LSTAT('D/g'), T_OPEN('D/g', '0600'), WRITE64, 'fchown(FD, 0, 0) = -1 EPERM',
                  'fchown(FD, -1, 0) = -1 EPERM', 'fchmod(FD, 0640) = 0',
                  CLOSE, RENAME('D/g') ], 'preserve => 1 as nobody over a root file');
     is(owner_of("$d/g"), "$uid:$gid", 'owned by nobody');
@@ -708,15 +709,16 @@ subtest 'follow_symlinks' => sub {
 
     need_strace();
     my $t = traced(dir => $d, code => q{file_set_contents("$D/l2", $DATA, { follow_symlinks => 1 })});
-    seq_is($t, [ 'readlink("D/l2", "sub/real", 4096) = 8', 'readlink("D/sub/real", PTR, 4096) = -1 EINVAL',
-                 PLAIN('D/sub/real') ], 'follow_symlinks => 1 (one link)');
+    seq_is($t, [ 'readlink("D/l2", "sub/real", 4096) = 8', STATDIR('D'),
+                 'readlink("D/sub/real", PTR, 4096) = -1 EINVAL', PLAIN('D/sub/real') ],
+           'follow_symlinks => 1 (one link)');
     push @TRACES_WITHOUT_FSYNC, [ 'follow_symlinks', $t ];
     ok(-l "$d/l2", 'traced: link kept');
     is(slurp("$d/sub/real"), $KiB64, 'traced: final file written');
 
     $t = traced(dir => $d, code => q{file_set_contents("$D/l1", $DATA, { follow_symlinks => 1 })});
-    seq_is($t, [ 'readlink("D/l1", "l2", 4096) = 2', 'readlink("D/l2", "sub/real", 4096) = 8',
-                 'readlink("D/sub/real", PTR, 4096) = -1 EINVAL', PLAIN('D/sub/real') ],
+    seq_is($t, [ 'readlink("D/l1", "l2", 4096) = 2', STATDIR('D'), 'readlink("D/l2", "sub/real", 4096) = 8',
+                 STATDIR('D'), 'readlink("D/sub/real", PTR, 4096) = -1 EINVAL', PLAIN('D/sub/real') ],
            'follow_symlinks => 1 (two links, temp in the final directory)');
 
     $t = traced(dir => $d, code => q{file_set_contents("$D/sub/real", $DATA, { follow_symlinks => 1 })});
@@ -818,7 +820,7 @@ subtest 'fsync + preserve + if_changed' => sub {
     spew("$d/f", 'y' x 65536, 0640);
     chown $ou, $og, "$d/f" or die "chown: $!";
     my $t = traced(dir => $d, code => q{file_set_contents("$D/f", $DATA, { fsync => 1, preserve => 1, if_changed => 1 })});
-    seq_is($t, [ LSTAT('D/f'), COMPARE('D/f'), T_OPEN('D/f'), WRITE64, "fchown(FD, $ou, $og) = 0",
+    seq_is($t, [ LSTAT('D/f'), COMPARE('D/f'), T_OPEN('D/f', '0600'), WRITE64, "fchown(FD, $ou, $og) = 0",
                  'fchmod(FD, 0640) = 0', 'fdatasync(FD) = 0', CLOSE, RENAME('D/f'), DIRSYNC('D') ],
            'fsync + preserve + if_changed, changed');
     is(scalar(grep { /^newfstatat\(AT_FDCWD,/ } @{ $t->{seq} }), 1, 'one lstat serves preserve and if_changed');
@@ -841,7 +843,7 @@ subtest 'mkdir + follow_symlinks' => sub {
     need_strace();
     symlink 'n2/n3/f', "$d/m" or die;
     my $t = traced(dir => $d, code => q{file_set_contents("$D/m", $DATA, { mkdir => 1, follow_symlinks => 1 })});
-    seq_is($t, [ 'readlink("D/m", "n2/n3/f", 4096) = 7', 'readlink("D/n2/n3/f", PTR, 4096) = -1 ENOENT',
+    seq_is($t, [ 'readlink("D/m", "n2/n3/f", 4096) = 7', STATDIR('D'), 'readlink("D/n2/n3/f", PTR, 4096) = -1 ENOENT',
                  T_ENOENT('D/n2/n3/f'), 'mkdir("D/n2/n3", 0777) = -1 ENOENT', 'mkdir("D/n2", 0777) = 0',
                  'mkdir("D/n2/n3", 0777) = 0', PLAIN('D/n2/n3/f') ], 'mkdir + follow_symlinks');
     push @TRACES_WITHOUT_FSYNC, [ 'mkdir+follow_symlinks', $t ];

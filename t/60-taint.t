@@ -1,7 +1,8 @@
 #!perl -T
 # Taint mode: a tainted file name croaks as open would (file_set_contents,
 # file_set_contents_many, FastFile::Writer->new), before anything is written;
-# tainted data and perm; the readers accept a tainted name and return tainted
+# tainted data; a tainted perm, positional or in an options hash, croaks as
+# sysopen's does; the readers accept a tainted name and return tainted
 # data, as perl's own reads do.
 use strict;
 use warnings;
@@ -95,6 +96,35 @@ my $file = "$dir/target";
     $w->print($taint, "tainted data\n");
     ok($w->commit, 'FastFile::Writer: an untainted name and tainted data work');
     is(slurp("$dir/writer"), "tainted data\n", '... content');
+}
+
+# a tainted perm in an options hash dies as the positional one does, for
+# every writer, before anything is written
+{
+    my $perm = 0600 . $taint;
+    my $target = "$dir/opt-perm";
+    spew($target, "old\n");
+    my @cases = (
+        [ 'file_set_contents', sub { file_set_contents($target, 'p', { perm => $perm }) } ],
+        [ 'file_set_contents', sub { file_set_contents($target, 'p', { preserve => 1, perm => $perm }) } ],
+        [ 'file_set_contents_many', sub { file_set_contents_many([ $target => 'p' ], { perm => $perm }) } ],
+        [ 'FastFile::Writer->new', sub { FastFile::Writer->new($target, { perm => $perm }) } ],
+    );
+    for my $c (@cases) {
+        my ($op, $code) = @$c;
+        my $ok = eval { $code->(); 1 };
+        ok(!$ok, "$op: a tainted perm in the options hash croaks");
+        like($@, qr/^Insecure dependency in \Q$op\E while running with -T switch at /,
+             '... Insecure dependency message');
+        is(slurp($target), "old\n", '... target unchanged');
+        is_deeply([ temps_in($dir) ], [], '... no temp');
+    }
+    my ($clean) = $perm =~ /\A(\d+)\z/;
+    ok(file_set_contents_many([ $target => 'm' ], { perm => $clean }), 'file_set_contents_many: an untainted perm works');
+    my $w = FastFile::Writer->new($target, { perm => $clean });
+    $w->print('w');
+    ok($w->commit, 'FastFile::Writer: an untainted perm works');
+    is(slurp($target), 'w', '... content');
 }
 
 # the readers: a tainted name may be read; what they return is tainted

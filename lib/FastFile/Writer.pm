@@ -113,7 +113,10 @@ Encode characters as UTF-8 (the C<$force_utf8> column of the bytes table).
 As for C<file_set_contents>; they act in L</new> (mkdir, follow_symlinks,
 and the look at the old file for preserve) and L</commit> (the old owner and
 mode are given to the new file after its data is written, so a write cannot
-clear its set-id bits; fsync; noclobber).
+clear its set-id bits; fsync; noclobber). With preserve and an old file, the
+temporary file is created with only the owner bits that C<perm> and the old
+file both grant, for the whole stream: nobody else can read it before the
+commit gives it the old mode.
 
 =item buffer_size
 

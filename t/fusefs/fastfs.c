@@ -64,10 +64,12 @@ struct node {
 /* fi->fh points to one of these; the control file gets a text snapshot. */
 struct handle { struct node *node; int is_ctl; char *text; size_t len; };
 
+/* OP_CREATED: a create that makes the file, then answers the errno (NFS
+ * or a FUSE server interrupted after the fact) */
 enum op { OP_WRITE, OP_FLUSH, OP_FSYNC, OP_RENAME, OP_CREATE, OP_OPEN,
-	  OP_TRUNCATE, OP_UNLINK, OP_READ, OP_SHORT, OP_DELAY, OP_COUNT };
+	  OP_TRUNCATE, OP_UNLINK, OP_READ, OP_CREATED, OP_SHORT, OP_DELAY, OP_COUNT };
 static const char *op_names[OP_COUNT] = { "write", "flush", "fsync",
-	"rename", "create", "open", "truncate", "unlink", "read" };
+	"rename", "create", "open", "truncate", "unlink", "read", "created" };
 
 /* fail rules: value = errno; short: max bytes; delay: milliseconds.
  * remaining < 0 means "forever". */
@@ -1052,6 +1054,8 @@ static int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 		r = S_ISDIR(n->mode) ? -EISDIR : 0;  /* lost a race: open it */
 	if (r == 0 && (fi->flags & O_TRUNC) && n->size)
 		r = resize(n, 0);
+	if (r == 0 && (r = fault(OP_CREATED, path)))
+		return r;                   /* made, yet reported failed */
 	return r ? r : open_handle(n, fi);
 }
 

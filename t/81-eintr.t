@@ -1,0 +1,163 @@
+#!perl
+# EINTR that comes without a signal, under strace injection:
+#
+# - A filesystem that answers EINTR forever (a misbehaving FUSE server, NFS
+#   "intr") ends the call with EINTR after FF_EINTR_SPINS_MAX (100) retries
+#   in a row, instead of spinning at full CPU: every API (file_set_contents,
+#   with $\ through writev, the writer, the batch), every retry loop kind
+#   (write, writev, the temp's openat, rename); target untouched, no temp.
+#   EINTRs that each come with a signal (a handler runs each time) are not
+#   bounded: 150 of them still end in a written file.
+# - An exclusive create retried after an EINTR finds the temp its first
+#   attempt made (NFS or FUSE create, then answer EINTR): that file is
+#   removed, nothing is left: on fastfs, whose "created" rule does exactly
+#   that; and under strace, which cannot make a syscall both succeed and
+#   fail, so the first open is failed with EINTR and the file it would have
+#   made is put there beforehand (empty, ours, the mode asked, just now),
+#   next to files that are not plausibly ours (not empty, another owner, a
+#   wider mode, a symlink, two links): those are never touched.
+use strict;
+use warnings;
+
+BEGIN { $ENV{LC_ALL} = 'C'; delete $ENV{LANGUAGE} }
+
+use Test::More;
+use lib 't/lib';
+use FFTest qw(strace_why strace_call calls_named temps_in slurp spew errno_text tempdir);
+use Errno ();
+use Time::HiRes ();
+
+my $why = strace_why();
+plan skip_all => "strace unusable: $why" if $why;
+
+my $SPINS = 100;            # FF_EINTR_SPINS_MAX in ff_io.h
+my $EINTR = Errno::EINTR();
+my $dir = tempdir();
+umask 022;
+
+# ------------------------------------------------------- EINTR forever
+
+my @forever = (
+    [ 'file_set_contents, write', 'write',
+      'file_set_contents($T, "new\n")', 'unable to write' ],
+    [ 'file_set_contents with $\\, writev', 'writev',
+      'local $\ = "\n"; file_set_contents($T, "new")', 'unable to write' ],
+    [ 'file_set_contents, the open of the temp', 'openat',
+      'file_set_contents($T, "new\n")', 'unable to open file' ],
+    [ 'file_set_contents, rename', 'rename',
+      'file_set_contents($T, "new\n")', 'close \(rename\) atomic file' ],
+    [ 'FastFile::Writer, write at commit', 'write',
+      'my $w = FastFile::Writer->new($T); $w->print("new\n"); $w->commit', 'unable to write' ],
+    [ 'file_set_contents_many, write', 'write',
+      'file_set_contents_many([ $T => "new\n" ])', 'unable to write' ],
+);
+my $n = 0;
+for my $c (@forever) {
+    my ($label, $call, $code, $text) = @$c;
+    my $t = "$dir/forever" . ++$n;
+    spew($t, "old\n");
+    my $t0 = Time::HiRes::time();
+    # the temp's path only: perl's own output is not interrupted; the
+    # timeout is the watchdog (the old code spun until killed)
+    my $r = eval {
+        strace_call($code, target => $t, pid => $FFTest::PID, paths => [ '%TMP%', $t ],
+                    inject => ["$call:error=EINTR"], trace => [$call], timeout => 20)
+    } || { ok => 1, err => $@, injected => -1 };
+    my $took = Time::HiRes::time() - $t0;
+    ok(!$r->{ok}, "$label: EINTR forever: the call fails") or diag($r->{err});
+    is($r->{errno}, $EINTR, "$label: \$! is EINTR");
+    like($r->{err} // '', qr/^$text .*(?: - |: )\Q${\ errno_text($EINTR)}\E\n/, "$label: the croak says which step");
+    is($r->{injected}, $SPINS, "$label: after $SPINS tries, no more");
+    is(slurp($t), "old\n", "$label: target untouched");
+    is_deeply([ temps_in($dir) ], [], "$label: no temp left");
+    note sprintf '%s: %.2f s under strace', $label, $took;
+}
+
+# EINTRs that each come with a signal: handled, retried, never bounded
+{
+    my $t = "$dir/signalled";
+    spew($t, "old\n");
+    my $code = 'my $n = 0; local $SIG{ALRM} = sub { $n++ }; file_set_contents($T, "new\n"); $n';
+    my $r = strace_call($code, target => $t, pid => $FFTest::PID, paths => ['%TMP%'],
+                        inject => ['write:error=EINTR:signal=SIGALRM:when=1..150'], timeout => 60);
+    ok($r->{ok}, '150 EINTRs, each with a signal: the call succeeds') or diag($r->{err});
+    is($r->{ret}, 150, '... the handler ran 150 times');
+    is(slurp($t), "new\n", '... content');
+    is_deeply([ temps_in($dir) ], [], '... no temp left');
+}
+
+# ------------------------------------- an exclusive create retried after EINTR
+
+# what the first open "made", at $tmp (made here, just before the call)
+my %orphan = (
+    ours         => [ sub { spew($_[0], '') }, 1 ],
+    'not empty'  => [ sub { spew($_[0], 'x') }, 0 ],
+    'wider mode' => [ sub { spew($_[0], '', 0666) }, 0 ],
+    symlink      => [ sub { symlink "$_[0].victim", $_[0] or die "symlink: $!" }, 0 ],
+    'two links'  => [ sub { spew($_[0], ''); link $_[0], "$_[0].link" or die "link: $!" }, 0 ],
+);
+$orphan{'another owner'} = [ sub { spew($_[0], ''); chown 65534, 65534, $_[0] or die "chown: $!" }, 0 ]
+    if $> == 0;
+my %api = (
+    file_set_contents => 'file_set_contents($T, "new\n")',
+    writer => 'my $w = FastFile::Writer->new($T); $w->print("new\n"); $w->commit',
+    batch => 'file_set_contents_many([ $T => "new\n" ])',
+);
+for my $kind (sort keys %orphan) {
+    my ($setup, $ours) = @{ $orphan{$kind} };
+    for my $api (sort keys %api) {
+        my $label = "$api, EINTR then EEXIST, $kind";
+        my $d = "$dir/orphan" . ++$n;
+        mkdir $d or die "mkdir $d: $!";
+        my $t = "$d/target";
+        spew($t, "old\n");
+        my $tmp = "$t.tmp.$FFTest::PID";
+        $setup->($tmp);
+        # the batch opens its temp relative to the directory's fd (open first)
+        my ($paths, $when) = $api eq 'batch' ? ([$d], 2) : (['%TMP%'], 1);
+        my $r = strace_call($api{$api}, target => $t, pid => $FFTest::PID, paths => $paths,
+                            inject => ["openat:error=EINTR:when=$when"]);
+        ok($r->{ok}, "$label: the write succeeds") or diag($r->{err}, $r->{stderr});
+        is($r->{injected}, 1, "$label: the first open was interrupted");
+        is(slurp($t), "new\n", "$label: content");
+        if ($ours) {
+            ok(!-e $tmp && !-l $tmp, "$label: the orphan of the interrupted open is gone");
+            my @opens = map { ($_->{errno} // 'ok') . ($_->{args} =~ /\.tmp\.\d+"/ ? '' : '(random name)') }
+                grep { $_->{name} eq 'openat' && $_->{args} =~ /O_EXCL/ } @{ $r->{calls} };
+            is("@opens", 'EINTR EEXIST ok', "$label: EINTR, EEXIST, then the same name again") or diag("@opens");
+        } else {
+            ok(-e $tmp || -l $tmp, "$label: not plausibly ours: left alone");
+            unlink $tmp, "$tmp.link";
+        }
+        ok(!-e "$tmp.victim", "$label: nothing made through a link");
+        is_deeply([ temps_in($d) ], [], "$label: no temp left");
+        unlink glob("$d/*");
+    }
+}
+
+# ------------------------------- the same on a filesystem that really does it
+
+# fastfs' "created" rule makes the file and then answers EINTR, as an NFS
+# server or a FUSE server interrupted after the fact does
+SKIP: {
+    require FastFS;
+    my $why = FastFS::available();
+    skip "fastfs: $why", 1 if $why;
+    my $fs = FastFS->mount(max_write => 131072);
+    for my $api (sort keys %api) {
+        my $label = "fastfs, $api: the create made the file, then said EINTR";
+        my $t = $fs->dir . "/$api";
+        spew($t, "old\n");
+        $fs->control("failn 1 created 4 /$api.tmp.*");
+        my $r = strace_call($api{$api}, target => $t, pid => $FFTest::PID, trace => ['openat']);
+        ok($r->{ok}, "$label: the write succeeds") or diag($r->{err});
+        my @opens = map { $_->{errno} // 'ok' }
+            grep { $_->{args} =~ /\Q$api\E\.tmp\.\d+"/ } calls_named($r, 'openat');
+        is("@opens", 'EINTR EEXIST ok', "$label: EINTR, EEXIST, then the same name again");
+        is(slurp($t), "new\n", "$label: content");
+        is_deeply([ temps_in($fs->dir) ], [], "$label: nothing left behind");
+    }
+    $fs->unmount;
+}
+
+done_testing;

@@ -1,0 +1,454 @@
+#!perl
+# The attacker is a real second user: root writes and reads (the victim),
+# uid 65534 (a forked child after setgid/setuid) attacks, in a sticky
+# world-writable directory (01777) and in the victim's own directory (0755),
+# with fs.protected_symlinks 0 and 1 (set here, restored in END and on
+# signals). For every API (file_set_contents with each option, the writer,
+# the batch, the readers) the attacker:
+#   - plants a symlink or a FIFO at the temp name, at the target, at a
+#     parent directory, before the call;
+#   - during a call held open by strace (delay_enter on the temp's write):
+#     opens the temp and reads it after the commit, swaps symlinks and
+#     FIFOs in at the target and the temp name, swaps a parent directory.
+# Each case ends with the victim's files as intended, nothing readable that
+# the final mode would not allow, nothing outside the target's directory
+# written (a root file elsewhere, the attacker's symlinks' target, stays as
+# it was), no temp of the victim's left. The number of cases is printed.
+# Without RELEASE_TESTING or AUTHOR_TESTING (FFTest::full_testing) the
+# planted cases run in full and the held-open ones as a fixed sample.
+use strict;
+use warnings;
+
+BEGIN { $ENV{LC_ALL} = 'C'; delete $ENV{LANGUAGE} }
+
+use Test::More;
+use lib 't/lib';
+use FFTest qw(slurp spew temps_in errno_text in_child strace_why strace_call full_testing);
+use Errno ();
+use File::Temp ();
+use POSIX ();
+
+use FastFile qw(:all);
+use FastFile::Writer;
+
+plan skip_all => 'needs root: the victim is root, the attacker uid 65534 (setuid in a forked child)'
+    if $> != 0;
+
+my ($NOBODY, $NOGROUP) = (65534, 65534);
+my $SYSCTL = '/proc/sys/fs/protected_symlinks';
+my $SYSCTL_WAS = slurp($SYSCTL);
+chomp $SYSCTL_WAS if defined $SYSCTL_WAS;
+
+# fs.protected_symlinks back as it was, however the test ends
+sub restore_sysctl {
+    return unless defined $SYSCTL_WAS;
+    if (open my $fh, '>', $SYSCTL) { print {$fh} "$SYSCTL_WAS\n"; close $fh }
+}
+END { restore_sysctl() }
+$SIG{$_} = sub { restore_sysctl(); exit 1 } for qw(INT TERM HUP QUIT);    # END cleans up
+
+sub set_sysctl {
+    my ($v) = @_;
+    open my $fh, '>', $SYSCTL or return 0;
+    print {$fh} "$v\n";
+    close $fh or return 0;
+    chomp(my $now = slurp($SYSCTL) // '');
+    return $now eq $v;
+}
+
+umask 022;
+my $ROOT = File::Temp::tempdir('ff96-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+chmod 0755, $ROOT or die "chmod $ROOT: $!";    # the attacker must get through it
+
+my $CASES = 0;
+my $FULL = full_testing();
+my $SECRET = "new secret\n";
+
+# ----------------------------------------------------------------- helpers
+
+my $n_case = 0;
+# A fresh case: sticky (01777) or own (0755) directory, and an outside
+# directory with a root-only file the attacker would like written.
+sub new_case {
+    my ($where) = @_;
+    my $c = "$ROOT/case" . ++$n_case;
+    mkdir $c or die "mkdir $c: $!";
+    chmod 0755, $c or die;
+    my $d = "$c/dir";
+    mkdir $d or die;
+    chmod $where eq 'sticky' ? 01777 : 0755, $d or die;
+    mkdir "$c/outside" or die;
+    chmod 0755, "$c/outside" or die;
+    spew("$c/outside/precious", "precious\n", 0600);
+    return { root => $c, dir => $d, outside => "$c/outside", where => $where };
+}
+
+sub fingerprint {
+    my ($dir) = @_;
+    opendir my $dh, $dir or die "opendir $dir: $!";
+    my @e = sort grep { !/^\.\.?\z/ } readdir $dh;
+    return join ',', map {
+        my @s = lstat "$dir/$_";
+        my $what = -l _ ? 'l:' . readlink("$dir/$_") : -p _ ? 'p' : -f _ ? 'f:' . slurp("$dir/$_") : 'd';
+        sprintf '%s=%s:%d:%04o', $_, $what, $s[4], $s[2] & 07777;
+    } @e;
+}
+
+# the attacker's deed, done before the call: returns "ok ..." or "died ..."
+sub as_attacker { my ($code) = @_; return in_child($code, $NOBODY, $NOGROUP) }
+
+my %API = (
+    file_set_contents => 'file_set_contents($T, $D, $O)',
+    writer            => 'my $w = FastFile::Writer->new($T, $O); $w->print($D); $w->commit',
+    batch             => 'file_set_contents_many([ $T => $D ], $O)',
+);
+my @APIS = sort keys %API;
+
+# the victim's call in this process: (ok, $@, $!)
+sub victim {
+    my ($api, $T, $D, $O) = @_;
+    my $ok = eval "$API{$api}; 1";
+    return ($ok ? 1 : 0, $@, $! + 0);
+}
+
+my %OPTS = (
+    plain      => {},
+    perm       => { perm => 0600 },
+    fsync      => { fsync => 1, perm => 0600 },
+    preserve   => { preserve => 1 },
+    if_changed => { if_changed => 1, perm => 0600 },
+    mkdir      => { mkdir => 1, perm => 0600 },
+    follow     => { follow_symlinks => 1, perm => 0600 },
+    noclobber  => { noclobber => 1, perm => 0600 },
+);
+my @OPTS = sort keys %OPTS;
+
+# The victim's layout for an option set in a case: the name given ($given),
+# the file really written ($real), old content at $real (0600, root) unless
+# noclobber. follow: $given is root's link to $real.
+sub victim_files {
+    my ($c, $opt) = @_;
+    my $real = "$c->{dir}/file";
+    my $given = $real;
+    spew($real, "old secret\n", 0600) unless $opt eq 'noclobber';
+    if ($opt eq 'follow') {
+        $given = "$c->{dir}/link";
+        symlink 'file', $given or die "symlink: $!";
+    }
+    return ($given, $real);
+}
+
+# The final mode the victim asked for: preserve keeps the old 0600.
+sub final_mode { my ($opt) = @_; return $opt eq 'plain' ? 0644 : 0600 }
+
+# The common end of every case.
+sub end_checks {
+    my ($label, $c, %e) = @_;
+    local $Test::Builder::Level = $Test::Builder::Level + 1;
+    $CASES++;
+    is(slurp("$c->{outside}/precious"), "precious\n", "$label: the file outside is untouched");
+    is(fingerprint($c->{outside}), $e{outside} // 'precious=f:precious' . "\n" . ':0:0600',
+       "$label: nothing written outside the target's directory");
+    my %planted = map { $_ => 1 } @{ $e{planted} || [] };
+    my @left = grep { !$planted{$_} } temps_in($c->{root});
+    is_deeply(\@left, [], "$label: no temp of the victim left") or diag("left: @left");
+    if (defined $e{real}) {
+        is(-f $e{real} ? slurp($e{real}) : 'not a file', $e{content},
+           "$label: the victim's file holds what it should");
+        ok(!-l $e{real} && -f $e{real}, "$label: a regular file");
+        is(sprintf('%04o', (lstat $e{real})[2] & 07777), sprintf('%04o', $e{mode}), "$label: its mode")
+            if defined $e{mode};
+    }
+}
+
+# ------------------------------------------------------- planted beforehand
+
+# (1) a symlink, a FIFO at the temp name; (2) a symlink, a FIFO at the
+# target; (3) a symlink at a parent directory. As root, with
+# fs.protected_symlinks as given.
+sub planted_cases {
+    my ($ps) = @_;
+    for my $where (qw(sticky own)) {
+        for my $api (@APIS) {
+            for my $opt (@OPTS) {
+                next if $api eq 'writer' && $opt eq 'if_changed';    # not a writer's option
+                # the sample: O_EXCL never looks at the sysctl, and the
+                # victim's own directory refuses every plant alike
+                my $sampled = $FULL || $ps && ($where eq 'sticky' || $opt eq 'plain');
+                for my $thing ($sampled ? qw(symlink fifo) : ()) {
+                    my $label = "ps=$ps $where $api $opt: $thing at the temp name";
+                    my $c = new_case($where);
+                    my ($given, $real) = victim_files($c, $opt);
+                    my $temp = "$real.tmp.$$";
+                    my $planted = as_attacker(sub {
+                        $thing eq 'symlink' ? symlink("$c->{outside}/precious", $temp)
+                                            : POSIX::mkfifo($temp, 0666) or die "$!\n";
+                        return 'planted';
+                    });
+                    if ($where eq 'own') {
+                        is($planted, 'died ' . errno_text(Errno::EACCES()) . "\n",
+                           "$label: the attacker cannot plant in the victim's directory");
+                    } else {
+                        is($planted, 'ok planted', "$label: planted");
+                    }
+                    my ($ok, $err) = victim($api, $given, $SECRET, $OPTS{$opt});
+                    ok($ok, "$label: the victim's write succeeds") or diag($err);
+                    ok($where eq 'own' || ($thing eq 'symlink' ? -l $temp : -p $temp),
+                       "$label: the planted $thing is left alone");
+                    end_checks($label, $c, real => $real, content => $SECRET, mode => final_mode($opt),
+                               planted => [ $where eq 'sticky' ? ("dir/" . ($real =~ s{.*/}{}r) . ".tmp.$$") : () ]);
+                }
+
+                # at the target: the attacker's own entry in the sticky dir
+                next if $where eq 'own' || $opt eq 'noclobber';
+                for my $thing (qw(symlink fifo)) {
+                    my $label = "ps=$ps $where $api $opt: $thing at the target";
+                    my $c = new_case($where);
+                    my $t = "$c->{dir}/theirs";
+                    my $planted = as_attacker(sub {
+                        $thing eq 'symlink' ? symlink("$c->{outside}/precious", $t)
+                                            : POSIX::mkfifo($t, 0666) or die "$!\n";
+                        return 'planted';
+                    });
+                    is($planted, 'ok planted', "$label: planted");
+                    local $SIG{ALRM} = sub { die "blocked\n" };
+                    alarm 10;
+                    my ($ok, $err, $errno) = victim($api, $t, $SECRET, $OPTS{$opt});
+                    alarm 0;
+                    if ($opt eq 'follow' && $thing eq 'symlink') {
+                        # fs.protected_symlinks' rule, whatever the sysctl says
+                        ok(!$ok, "$label: the attacker's link is not followed");
+                        is($errno, Errno::EACCES(), "$label: EACCES, as the kernel's rule");
+                        like($err, qr/ - \Q${\ errno_text(Errno::EACCES())}\E\n\z/, "$label: Permission denied");
+                        ok(-l $t, "$label: the link is still there");
+                        end_checks($label, $c);
+                    } else {
+                        ok($ok, "$label: the victim's write succeeds (replaces the $thing)") or diag($err);
+                        end_checks($label, $c, real => $t, content => $SECRET,
+                                   mode => $opt eq 'preserve' ? 0644 : final_mode($opt));
+                    }
+                }
+            }
+        }
+        next if $where eq 'own';
+
+        # follow_symlinks through a link the rule allows: owned by the
+        # follower (root), or by the sticky directory's owner
+        for my $owner (qw(follower dir-owner)) {
+            my $label = "ps=$ps sticky file_set_contents follow: a link owned by the $owner";
+            my $c = new_case('sticky');
+            chown $NOBODY, $NOGROUP, $c->{dir} or die if $owner eq 'dir-owner';
+            spew("$c->{dir}/real", "old\n");
+            if ($owner eq 'follower') { symlink 'real', "$c->{dir}/link" or die }
+            else { as_attacker(sub { symlink('real', "$c->{dir}/link") or die "$!\n"; 1 }) }
+            my ($ok, $err) = victim('file_set_contents', "$c->{dir}/link", $SECRET, { follow_symlinks => 1 });
+            ok($ok, "$label: followed") or diag($err);
+            ok(-l "$c->{dir}/link", "$label: the link kept");
+            end_checks($label, $c, real => "$c->{dir}/real", content => $SECRET, mode => 0644);
+        }
+
+        # the readers through the attacker's link: as perl's own open
+        for my $reader (qw(file_get_contents file_read_firstline)) {
+            my $label = "ps=$ps sticky $reader: the attacker's link at the name";
+            my $c = new_case('sticky');
+            as_attacker(sub { symlink("$c->{outside}/precious", "$c->{dir}/name") or die "$!\n"; 1 });
+            my $perl_ok = open(my $fh, '<', "$c->{dir}/name") ? 1 : 0;
+            my $perl_errno = $! + 0;
+            my $got = eval { no strict 'refs'; &{"FastFile::$reader"}("$c->{dir}/name") };
+            is(defined $got ? 1 : 0, $perl_ok, "$label: reads where perl's open reads, refused where it is");
+            is($! + 0, $perl_errno, "$label: the same errno") unless $perl_ok;
+            is($perl_ok, $ps ? 0 : 1, "$label: the kernel decides (fs.protected_symlinks=$ps)");
+            end_checks($label, $c);
+        }
+
+        # a symlink at a parent directory: resolved by the kernel, as open does
+        for my $api (@APIS) {
+            my $label = "ps=$ps sticky $api: the attacker's symlink as the parent";
+            my $c = new_case('sticky');
+            as_attacker(sub { symlink($c->{outside}, "$c->{dir}/sub") or die "$!\n"; 1 });
+            my $perl_ok = -w "$c->{dir}/sub/." && open(my $fh, '>>', "$c->{dir}/sub/probe") ? 1 : 0;
+            unlink "$c->{outside}/probe";
+            my ($ok, $err, $errno) = victim($api, "$c->{dir}/sub/file", $SECRET, {});
+            # the kernel's rule covers only a path's last link: perl's open
+            # follows a parent link whatever the sysctl says. The batch opens
+            # the directory itself (its last component): refused under 1.
+            my $batch_refused = $api eq 'batch' && $ps;
+            is($perl_ok, 1, "$label: perl's open writes through a parent link");
+            is($ok, $batch_refused ? 0 : $perl_ok, "$label: as perl's open"
+               . ($batch_refused ? ', but the batch opens the link as its directory: refused' : ''))
+                or diag($err);
+            is($errno, Errno::EACCES(), "$label: EACCES") unless $ok;
+            end_checks($label, $c, outside => join ',', ($ok ? "file=f:$SECRET:0:0644" : ()),
+                                                       "precious=f:precious\n:0:0600");
+        }
+    }
+}
+
+# ------------------------------------------------- during a call held open
+
+my $STRACE = strace_why();
+
+# The victim's call in a child perl under strace, its write to the temp
+# (hold => 'openat': its first open, the temp's or if_changed's compare,
+# right after the checks) held for 0.15 s, while the attacker's $deed runs in a loop (as uid 65534)
+# until the call is over; then the attacker's $after. Returns the victim's
+# strace_call result and the attacker's report.
+sub during {
+    my (%a) = @_;
+    pipe my $r, my $w or die "pipe: $!";
+    my $pid = fork // die "fork: $!";
+    if (!$pid) {
+        close $r;
+        my $report = eval {
+            $) = "$NOGROUP $NOGROUP";
+            POSIX::setgid($NOGROUP) or die "setgid: $!\n";
+            POSIX::setuid($NOBODY) or die "setuid: $!\n";
+            my ($stop, %state) = (0);
+            local $SIG{USR1} = sub { $stop = 1 };
+            until ($stop) { $a{deed}->(\%state); select undef, undef, undef, 0.001 }
+            $a{after} ? $a{after}->(\%state) : 'done';
+        } // "died $@";
+        print {$w} $report;
+        close $w;
+        POSIX::_exit(0);
+    }
+    close $w;
+    my $res = strace_call($a{code}, target => $a{target}, data => $SECRET, opts => $a{opts},
+                          pid => $FFTest::PID, paths => ['%TMP%', $a{target}],
+                          inject => [ ($a{hold} // 'write') . ':delay_enter=150000:when=1' ], timeout => 30);
+    kill 'USR1', $pid;
+    my $report = do { local $/; <$r> } // '';
+    waitpid $pid, 0;
+    return ($res, $report);
+}
+
+sub windowed_cases {
+    my ($ps) = @_;
+    # the sample: the sysctl matters for none of these (no link is
+    # followed), so under 1 only; the old leak (preserve, all APIs) and the
+    # plain perm 0600 write, in the sticky directory
+    my $sampled = sub { my ($where, $api, $opt) = @_;
+                        $FULL || $ps && $where eq 'sticky' && ($opt eq 'preserve' || $opt eq 'perm') };
+    for my $where (qw(sticky own)) {
+        for my $api (@APIS) {
+            for my $opt (@OPTS) {
+                next if $api eq 'writer' && $opt eq 'if_changed';
+                # the default sample: every API with preserve in the sticky
+                # directory (the old leak), a few others
+                next unless $sampled->($where, $api, $opt);
+
+                # open the temp during the write, read it after the commit
+                my $label = "ps=$ps $where $api $opt: the attacker opens the temp during the write";
+                my $c = new_case($where);
+                my ($given, $real) = victim_files($c, $opt);
+                my ($res, $report) = during(
+                    code => $API{$api}, target => $real, opts => $OPTS{$opt},
+                    deed => sub {
+                        my ($s) = @_;
+                        for my $temp (glob "$real.tmp.*") {
+                            next if $s->{fh}{$temp};
+                            if (open my $fh, '<', $temp) { $s->{fh}{$temp} = $fh } else { $s->{refused}++ }
+                        }
+                    },
+                    after => sub {
+                        my ($s) = @_;
+                        my $got = join '', map { local $/; readline($_) // '' } values %{ $s->{fh} || {} };
+                        return sprintf 'opened=%d refused=%d read=%s', scalar keys %{ $s->{fh} || {} },
+                            $s->{refused} // 0, unpack('H*', $got);
+                    });
+                ok($res->{ok}, "$label: the victim's write succeeds") or diag($res->{err});
+                my ($opened, $refused, $read) = $report =~ /opened=(\d+) refused=(\d+) read=(\S*)/;
+                ok(defined $opened && $refused > 0 || $opened, "$label: the attacker tried") or diag($report);
+                my $allowed = final_mode($opt) & 004;
+                if ($allowed) {
+                    pass("$label: the final mode lets others read: nothing to hide");
+                } else {
+                    is($opened, 0, "$label: the temp could not be opened") or diag($report);
+                    is(pack('H*', $read // ''), '', "$label: nothing of the new contents read");
+                }
+                end_checks($label, $c, real => $real, content => $SECRET, mode => final_mode($opt));
+
+                next if $where eq 'own' || !$FULL && $api ne 'file_set_contents';
+                # the attacker's own file as the target: swap a symlink and a
+                # FIFO in at the target and the temp name, all along, with the
+                # window between the checks and the open held, or the write
+                for my $hold (qw(openat write)) {
+                    $label = "ps=$ps sticky $api $opt: symlinks and FIFOs swapped in, $hold held";
+                    $c = new_case('sticky');
+                    my $t = "$c->{dir}/theirs";
+                    as_attacker(sub { spew($t, "their old\n", 0644); 1 });
+                    my $temp = "$t.tmp.$FFTest::PID";
+                    ($res, $report) = during(
+                        code => $API{$api}, target => $t,
+                        opts => { %{ $OPTS{$opt} }, perm => 0644, noclobber => 0 },
+                        deed => sub {
+                            my ($s) = @_;
+                            my $k = $s->{k}++ % 3;
+                            my $new = "$c->{dir}/swap.$k";
+                            unlink $new;
+                            $k == 0 ? symlink("$c->{outside}/precious", $new)
+                          : $k == 1 ? POSIX::mkfifo($new, 0666) : spew($new, "their old\n", 0644);
+                            rename $new, $t and $s->{swapped}++;
+                            symlink "$c->{outside}/precious", $temp and $s->{planted}++;
+                        },
+                        after => sub { "swapped=" . ($_[0]{swapped} // 0) }, hold => $hold);
+                    ok($res->{ok} || $res->{err} =~ /Permission denied|Too many levels/,
+                       "$label: the victim's call succeeds or fails cleanly") or diag($res->{err});
+                    like($report, qr/swapped=[1-9]/, "$label: the attacker swapped during the call");
+                    end_checks($label, $c, planted => [ -l $temp ? "dir/theirs.tmp.$FFTest::PID" : () ]);
+                }
+            }
+        }
+    }
+
+    # a parent directory (the attacker's, in the sticky dir) swapped for a
+    # symlink to the outside directory during the call
+    for my $api ($FULL || $ps ? @APIS : ()) {
+        my $label = "ps=$ps sticky $api: the parent directory swapped during the call";
+        my $c = new_case('sticky');
+        my $p = "$c->{dir}/theirdir";
+        as_attacker(sub { mkdir $p or die "$!\n"; chmod 0777, $p; 1 });
+        my ($res, $report) = during(
+            code => $API{$api}, target => "$p/file", opts => {},
+            deed => sub {
+                my ($s) = @_;
+                return if $s->{done} || !glob("$p/file.tmp.*");
+                rename $p, "$p.moved" or return;
+                symlink $c->{outside}, $p or die "symlink: $!";
+                $s->{done} = 1;
+            },
+            after => sub { 'swapped=' . ($_[0]{done} // 0) });
+        like($report, qr/swapped=1/, "$label: the attacker swapped the parent");
+        ok($res->{ok} || $res->{err} =~ / - |: /, "$label: the call succeeds or fails cleanly")
+            or diag($res->{err});
+        # The batch renames through its directory fd, inside the moved
+        # directory. A single call names its temp by path: once the parent
+        # is swapped, neither the rename nor the cleanup finds it, and it
+        # stays in the attacker's own (moved) directory, with the final
+        # mode: nothing the target would not show. (Only a directory fd
+        # would avoid it, 2 more syscalls a call.)
+        my @stuck = $api eq 'batch' || $res->{ok} ? () : ("dir/theirdir.moved/file.tmp.$FFTest::PID");
+        if (@stuck) {
+            is(sprintf('%04o', (lstat "$c->{root}/$stuck[0]")[2] & 07777), '0644',
+               "$label: the temp stuck in the attacker's directory has the final mode");
+        }
+        end_checks($label, $c, planted => \@stuck);
+    }
+}
+
+# ------------------------------------------------------------------ run
+
+for my $ps (0, 1) {
+    SKIP: {
+        skip "cannot set fs.protected_symlinks to $ps", 1 unless set_sysctl($ps);
+        planted_cases($ps);
+        SKIP: {
+            skip "strace unusable: $STRACE", 1 if $STRACE;
+            windowed_cases($ps);
+        }
+    }
+}
+restore_sysctl();
+diag "$CASES attack cases ran";
+
+done_testing;
