@@ -10,7 +10,7 @@
  * measured the alternatives.
  */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE     /* sync_file_range */
+#define _GNU_SOURCE     /* sync_file_range (ff_compat.h) */
 #endif
 #include "ff_batch.h"
 #include "ff_syscall.h"
@@ -307,7 +307,7 @@ static int barrier(struct ff_batch *b, size_t from, size_t to)
         if (a->fd < 0)
             continue;       /* unchanged */
         a->step = FF_STEP_SYNC;
-        FF_SYSCALL(err, b->intr, fdatasync(a->fd));
+        FF_SYSCALL(err, b->intr, ff_fdatasync(a->fd));
         if (err && !FF_CANNOT_SYNC(err)) {
             b->failed = i;
             return err;
@@ -346,7 +346,7 @@ static int write_temp(struct ff_batch *b, size_t i)
     if (!b->opt.fsync)
         return close_temp(a);
     a->step = FF_STEP_SYNC;
-    FF_SYSCALL(err, b->intr, sync_file_range(a->fd, 0, 0, SYNC_FILE_RANGE_WRITE));
+    FF_SYSCALL(err, b->intr, ff_start_writeback(a->fd));
     return err && !FF_CANNOT_SYNC(err) && err != ESPIPE ? err : 0;
 }
 

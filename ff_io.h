@@ -201,6 +201,16 @@ int ff_atomic_rename_noreplace(struct ff_atomic *a);
 /* 64 random bits for a temp name's suffix. */
 unsigned long long ff_random_bits(void);
 
+/* What this build uses (ff_compat.h): FF_FEATURE_PORTABLE when every
+ * Linux-only call takes its POSIX fallback, else the Linux calls built in. */
+#define FF_FEATURE_PORTABLE        (1u << 0)
+#define FF_FEATURE_RENAMEAT2       (1u << 1)
+#define FF_FEATURE_SYNC_FILE_RANGE (1u << 2)
+#define FF_FEATURE_GETRANDOM       (1u << 3)
+#define FF_FEATURE_FDATASYNC       (1u << 4)
+#define FF_FEATURE_O_PATH          (1u << 5)
+unsigned ff_features(void);
+
 #if defined(__GNUC__) && __GNUC__ >= 4
 #pragma GCC visibility pop
 #endif
