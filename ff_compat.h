@@ -9,8 +9,9 @@
  * (openat, fstatat, renameat, link, fsync, O_CLOEXEC, O_DIRECTORY,
  * O_NOFOLLOW) have no fallback: Makefile.PL says "OS unsupported" without them.
  *
- *   ff_rename_noreplace(from, to)  renameat2(RENAME_NOREPLACE); fallback:
- *                                  -1 with ENOSYS (the caller then links)
+ *   ff_renameat_noreplace(fromfd, from, tofd, to), and ff_rename_noreplace(from, to)
+ *                                  relative to the cwd: renameat2(RENAME_NOREPLACE);
+ *                                  fallback: -1 with ENOSYS (the caller then links)
  *   ff_start_writeback(fd)         sync_file_range(WRITE); fallback: nothing
  *                                  (fdatasync does all the work later)
  *   ff_getrandom(buf, len)         getrandom(GRND_NONBLOCK); fallback: -1
@@ -18,10 +19,12 @@
  *   ff_fdatasync(fd)               fdatasync where POSIX's synchronized I/O
  *                                  is there, else fsync (more, never less)
  *   FF_O_PATH                      O_PATH (an fd only for *at calls and
- *                                  fstat); fallback: O_RDONLY, which needs
- *                                  read permission on a directory
+ *                                  fstat: fsync on it is EBADF); fallback:
+ *                                  O_RDONLY, which needs read permission on
+ *                                  a directory
  *
- * FF_FEATURES tells which were built in (FF_FEATURE_* of ff_io.h). */
+ * FF_FEATURES tells which were built in (FF_FEATURE_* of ff_io.h). A new
+ * Linux-only call gets its FF_HAVE_ and fallback here, never an #if in a .c. */
 #ifndef FF_COMPAT_H
 #define FF_COMPAT_H
 
@@ -60,21 +63,25 @@
 #endif
 #if FF_LINUX && FF_GLIBC_AT_LEAST(2, 28) && !defined(FF_NO_RENAMEAT2)
 #define FF_HAVE_RENAMEAT2 1
-#define ff_rename_noreplace(from, to) renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE)
+#define ff_renameat_noreplace(fromfd, from, tofd, to) \
+    renameat2(fromfd, from, tofd, to, RENAME_NOREPLACE)
 #elif FF_LINUX && defined(SYS_renameat2) && !defined(FF_NO_RENAMEAT2_SYSCALL)
 #define FF_HAVE_RENAMEAT2 1
-#define ff_rename_noreplace(from, to) \
-    ((int)syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE))
+#define ff_renameat_noreplace(fromfd, from, tofd, to) \
+    ((int)syscall(SYS_renameat2, fromfd, from, tofd, to, RENAME_NOREPLACE))
 #else
 #define FF_HAVE_RENAMEAT2 0
-static inline int ff_rename_noreplace(const char *from, const char *to)
+static inline int ff_renameat_noreplace(int fromfd, const char *from, int tofd, const char *to)
 {
+    (void)fromfd;
     (void)from;
+    (void)tofd;
     (void)to;
     errno = ENOSYS;
     return -1;
 }
 #endif
+#define ff_rename_noreplace(from, to) ff_renameat_noreplace(AT_FDCWD, from, AT_FDCWD, to)
 
 #if FF_LINUX && defined(SYNC_FILE_RANGE_WRITE)
 #define FF_HAVE_SYNC_FILE_RANGE 1
