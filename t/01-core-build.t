@@ -14,12 +14,10 @@ use warnings;
 use Test::More;
 use lib 't/lib';
 use FFTest qw(c_compilers);
-use File::Temp ();
 
 my @sources = sort glob('ff_*.c');
 plan skip_all => 'no ff_*.c here (run from the distribution root)' unless @sources;
 
-my $dir = File::Temp::tempdir('ffcore-XXXXXX', TMPDIR => 1, CLEANUP => 1);
 my @strict = qw(-Werror=implicit-function-declaration -Werror=implicit-int
                 -Werror=int-conversion -Wall -Wextra -U_GNU_SOURCE);
 
@@ -40,8 +38,8 @@ for my $compiler (c_compilers()) {
         for my $src (@sources) {
             for my $mode (@modes) {
                 my ($name, @flags) = @$mode;
-                (my $obj = "$dir/$src") =~ s/\.c\z/.o/;
-                my $out = `$cc @flags @strict -c -o $obj $src 2>&1`;
+                # -fsyntax-only: the diagnostics come from the front end; no object needed
+                my $out = `$cc @flags @strict -fsyntax-only $src 2>&1`;
                 is($?, 0, "$cname: $src compiles: $name") or diag($out);
                 is($out, '', "$cname: $src: no diagnostics: $name");
             }
