@@ -177,8 +177,8 @@ with C<ELOOP>'s text. +1 C<readlink> per link, +1 for the final file.
 =item C<< noclobber => 1 >>
 
 Fail with C<EEXIST>'s text if the target exists, atomically: C<renameat2>
-with C<RENAME_NOREPLACE>, or where the filesystem or the build (L</SYSTEMS
-AND BUILDS>) lacks it C<link> and
+with C<RENAME_NOREPLACE>, or where the filesystem or the build
+(L</SYSTEMS AND BUILDS>) lacks it C<link> and
 C<unlink> of the temporary file (if that C<unlink> fails, the link is undone
 and the call dies with C<close (rename) atomic file> and the C<unlink>'s
 error). Where neither works (pmxcfs has neither), dies saying so. The temporary file is removed on failure. Together with
