@@ -380,6 +380,24 @@ file_read_firstline(SV *filename, ...)
     line = file_read_firstline(filename);
     XPUSHs(line);
 
+# what this build uses: { portable => 1 } when every Linux-only call takes its
+# POSIX fallback (ff_compat.h), else which Linux calls are built in; for tests
+void
+_build_info()
+  PREINIT:
+    HV *info;
+    unsigned features;
+  PPCODE:
+    features = ff_features();
+    info = newHV();
+    (void)hv_stores(info, "portable", newSViv(!!(features & FF_FEATURE_PORTABLE)));
+    (void)hv_stores(info, "renameat2", newSViv(!!(features & FF_FEATURE_RENAMEAT2)));
+    (void)hv_stores(info, "sync_file_range", newSViv(!!(features & FF_FEATURE_SYNC_FILE_RANGE)));
+    (void)hv_stores(info, "getrandom", newSViv(!!(features & FF_FEATURE_GETRANDOM)));
+    (void)hv_stores(info, "fdatasync", newSViv(!!(features & FF_FEATURE_FDATASYNC)));
+    (void)hv_stores(info, "O_PATH", newSViv(!!(features & FF_FEATURE_O_PATH)));
+    mXPUSHs(newRV_noinc((SV *)info));
+
 INCLUDE: Writer.xsh
 
 INCLUDE: Batch.xsh

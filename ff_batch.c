@@ -15,7 +15,7 @@
  * found with a hash: nothing compares every pair.
  */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE     /* sync_file_range, O_PATH */
+#define _GNU_SOURCE     /* sync_file_range, O_PATH (ff_compat.h) */
 #endif
 #include "ff_batch.h"
 #include "ff_syscall.h"
@@ -32,12 +32,9 @@
 #define FF_NONE FF_BATCH_NONE
 
 /* A directory is opened only to look names up in it: O_PATH needs no read
- * permission (a 0300 directory works, as with file_set_contents). */
-#ifdef O_PATH
-#define FF_DIR_FLAGS (O_PATH | O_DIRECTORY | O_CLOEXEC)
-#else
-#define FF_DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-#endif
+ * permission (a 0300 directory works, as with file_set_contents; the
+ * portable build's fallback needs it, see ff_compat.h). */
+#define FF_DIR_FLAGS (FF_O_PATH | O_DIRECTORY | O_CLOEXEC)
 
 /* "cannot do that here" answers of the sync calls: not errors */
 #define FF_CANNOT_SYNC(err) ((err) == EINVAL || (err) == ENOSYS || (err) == EOPNOTSUPP)
@@ -486,7 +483,7 @@ static int barrier(struct ff_batch *b)
         struct ff_atomic *a = &b->files[b->window[w]].a;
 
         a->step = FF_STEP_SYNC;
-        FF_SYSCALL(err, b->intr, fdatasync(a->fd));
+        FF_SYSCALL(err, b->intr, ff_fdatasync(a->fd));
         if (err && !FF_CANNOT_SYNC(err)) {
             b->failed = b->window[w];
             return err;
@@ -567,7 +564,7 @@ static int write_temp(struct ff_batch *b, size_t i)
     if (!b->opt.fsync)
         return close_temp(a);
     a->step = FF_STEP_SYNC;
-    FF_SYSCALL(err, b->intr, sync_file_range(a->fd, 0, 0, SYNC_FILE_RANGE_WRITE));
+    FF_SYSCALL(err, b->intr, ff_start_writeback(a->fd));
     if (err && !FF_CANNOT_SYNC(err) && err != ESPIPE)
         return err;
     b->window[b->window_n++] = i;
@@ -612,7 +609,7 @@ static int rename_all(struct ff_batch *b)
         }
         a->step = FF_STEP_RENAME;
         if (b->opt.noclobber) {
-            err = ff_renameat_noreplace(d->fd, TEMP_LEAF(f), LEAF(f), &unsupported, NULL);
+            err = ff_noclobber_renameat(d->fd, TEMP_LEAF(f), LEAF(f), &unsupported, NULL);
             if (err && unsupported)
                 a->step = FF_STEP_NOCLOBBER;
         } else {

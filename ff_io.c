@@ -5,7 +5,8 @@
  * lseek, fcntl). Options add only the syscalls they need.
  */
 /* Our own feature macros, whatever perl's ccflags hold (only threaded perls
- * pass -D_GNU_SOURCE): renameat2 and RENAME_NOREPLACE are GNU extensions. */
+ * pass -D_GNU_SOURCE): renameat2 and RENAME_NOREPLACE are GNU extensions.
+ * The Linux-only calls and their fallbacks are in ff_compat.h. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -21,35 +22,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/random.h>
 #include <sys/uio.h>
-#include <sys/syscall.h>
-
 #ifndef CLOCK_REALTIME_COARSE
 #define CLOCK_REALTIME_COARSE CLOCK_REALTIME    /* Linux's; elsewhere the exact clock */
-#endif
-
-#ifndef RENAME_NOREPLACE
-#define RENAME_NOREPLACE (1 << 0)   /* the kernel's value (linux/fs.h) */
-#endif
-
-/* glibc declares renameat2 from 2.28 on; older builds ask the kernel
- * directly, and without even a syscall number it is ENOSYS, which makes
- * noclobber fall back to link(2). FF_NO_RENAMEAT2 builds as on such a libc. */
-#if defined(__GLIBC__) && __GLIBC_PREREQ(2, 28) && !defined(FF_NO_RENAMEAT2)
-#define rename_exclusive(dirfd, from, to) renameat2(dirfd, from, dirfd, to, RENAME_NOREPLACE)
-#elif defined(SYS_renameat2) && !defined(FF_NO_RENAMEAT2_SYSCALL)
-#define rename_exclusive(dirfd, from, to) \
-    ((int)syscall(SYS_renameat2, dirfd, from, dirfd, to, RENAME_NOREPLACE))
-#else
-static int rename_exclusive(int dirfd, const char *from, const char *to)
-{
-    (void)dirfd;
-    (void)from;
-    (void)to;
-    errno = ENOSYS;
-    return -1;
-}
 #endif
 
 /* The directory part of path, as a new string: "." when there is none. */
@@ -292,7 +267,7 @@ static unsigned long long random_bits(void)
     unsigned long long r;
     struct timespec ts;
 
-    if (getrandom(&r, sizeof r, GRND_NONBLOCK) == (ssize_t)sizeof r)
+    if (ff_getrandom(&r, sizeof r) == (ssize_t)sizeof r)
         return r;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ((unsigned long long)ts.tv_nsec << 20) ^ (unsigned long long)ts.tv_sec
@@ -555,13 +530,13 @@ void ff_wbuf_free(struct ff_wbuf *b)
     b->len = b->cap = 0;
 }
 
-/* rename without replacing: renameat2 where the filesystem has it, else a
- * hard link, which never replaces either. */
+/* rename without replacing: renameat2 where the build and the filesystem
+ * have it, else a hard link, which never replaces either. */
 static int rename_noreplace(struct ff_atomic *a)
 {
     int err;
 
-    FF_SYSCALL(err, a->intr, rename_exclusive(AT_FDCWD, a->temp, a->target));
+    FF_SYSCALL(err, a->intr, ff_rename_noreplace(a->temp, a->target));
     if (err != EINVAL && err != ENOSYS && err != EOPNOTSUPP)
         return err;
     FF_SYSCALL(err, a->intr, link(a->temp, a->target));
@@ -583,13 +558,13 @@ static int rename_noreplace(struct ff_atomic *a)
 
 /* The same relative to a directory fd (the batch's). */
 
-int ff_renameat_noreplace(int dirfd, const char *from, const char *to, int *unsupported,
+int ff_noclobber_renameat(int dirfd, const char *from, const char *to, int *unsupported,
                           const struct ff_eintr *intr)
 {
     int err;
 
     *unsupported = 0;
-    FF_SYSCALL(err, intr, rename_exclusive(dirfd, from, to));
+    FF_SYSCALL(err, intr, ff_renameat_noreplace(dirfd, from, dirfd, to));
     if (err != EINVAL && err != ENOSYS && err != EOPNOTSUPP)
         return err;
     FF_SYSCALL(err, intr, linkat(dirfd, from, dirfd, to, 0));
@@ -669,7 +644,7 @@ int ff_atomic_commit(struct ff_atomic *a)
     }
     if (a->opt.fsync) {
         a->step = FF_STEP_SYNC;
-        FF_SYSCALL(err, a->intr, fdatasync(a->fd));
+        FF_SYSCALL(err, a->intr, ff_fdatasync(a->fd));
         if (err && err != EINVAL && err != ENOSYS)
             return err;
     }
@@ -800,4 +775,9 @@ int ff_atomic_rename_noreplace(struct ff_atomic *a)
 unsigned long long ff_random_bits(void)
 {
     return random_bits();
+}
+
+unsigned ff_features(void)
+{
+    return FF_FEATURES;
 }

@@ -224,10 +224,20 @@ int ff_atomic_rename_noreplace(struct ff_atomic *a);
 /* The same relative to dirfd (or AT_FDCWD): renameat2 RENAME_NOREPLACE, else
  * linkat + unlinkat of from. 0 once from is gone; *unsupported is 1 when the
  * filesystem has neither way (EPERM, ENOSYS, EOPNOTSUPP of the link). */
-int ff_renameat_noreplace(int dirfd, const char *from, const char *to, int *unsupported,
+int ff_noclobber_renameat(int dirfd, const char *from, const char *to, int *unsupported,
                           const struct ff_eintr *intr);
 /* 64 random bits for a temp name's suffix. */
 unsigned long long ff_random_bits(void);
+
+/* What this build uses (ff_compat.h): FF_FEATURE_PORTABLE when every
+ * Linux-only call takes its POSIX fallback, else the Linux calls built in. */
+#define FF_FEATURE_PORTABLE        (1u << 0)
+#define FF_FEATURE_RENAMEAT2       (1u << 1)
+#define FF_FEATURE_SYNC_FILE_RANGE (1u << 2)
+#define FF_FEATURE_GETRANDOM       (1u << 3)
+#define FF_FEATURE_FDATASYNC       (1u << 4)
+#define FF_FEATURE_O_PATH          (1u << 5)
+unsigned ff_features(void);
 
 #if defined(__GNUC__) && __GNUC__ >= 4
 #pragma GCC visibility pop

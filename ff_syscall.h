@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 
+#include "ff_compat.h"
 #include "ff_io.h"
 
 /* A temp file: ours alone, never inherited by a child that execs. */

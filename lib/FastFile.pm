@@ -203,7 +203,8 @@ C<open>.)
 =item C<< noclobber => 1 >>
 
 Fail with C<EEXIST>'s text if the target exists, atomically: C<renameat2>
-with C<RENAME_NOREPLACE>, or where the filesystem lacks it C<link> and
+with C<RENAME_NOREPLACE>, or where the filesystem or the build
+(L</SYSTEMS AND BUILDS>) lacks it C<link> and
 C<unlink> of the temporary file (if that C<unlink> fails, the link is undone
 and the call dies with C<close (rename) atomic file> and the C<unlink>'s
 error). Where neither works (pmxcfs has neither), dies saying so. The temporary file is removed on failure. Together with
@@ -298,7 +299,8 @@ naming that file, or names the directory that failed.
 =item 3.
 
 With C<< fsync => 1 >>: one barrier covers the data of all the temporary
-files: C<sync_file_range> starts each one's writeback as soon as it is written,
+files: C<sync_file_range> (not in the portable build, L</SYSTEMS AND BUILDS>)
+starts each one's writeback as soon as it is written,
 then C<fdatasync> of each mostly finds its data on disk already (on ext4 one
 journal commit serves many files). This flushes only the batch's own files,
 never other processes' data.
@@ -607,6 +609,56 @@ FastFile keeps no global state: it is safe to call from several ithreads at
 once. Threads share C<$$>, so two threads writing the same C<$filename> at the
 same time collide on the temporary name; the second one then picks a random
 suffix and both writes stay atomic.
+
+=head1 SYSTEMS AND BUILDS
+
+FastFile is built and tested on Linux, with glibc or musl, gcc or clang
+(C<perl Makefile.PL CC=clang>). Elsewhere it needs POSIX.1-2008: C<openat>,
+C<fstatat>, C<renameat>, C<link>, C<fsync>, C<writev>,
+C<clock_gettime(CLOCK_MONOTONIC)> and C<O_CLOEXEC>, C<O_DIRECTORY>,
+C<O_NOFOLLOW>. F<Makefile.PL> compiles a probe of these and, where one is
+missing, or on Windows (including Cygwin), VMS, OS/2 or DOS, where C<rename>
+cannot replace a file atomically or a directory cannot be synced, it prints
+C<OS unsupported> with what is missing and exits 0 (CPAN testers report NA).
+The BSDs, macOS and illumos have these calls; they get the portable build,
+untested by us.
+
+The portable build, C<perl Makefile.PL FF_PORTABLE=1> on Linux (always so
+elsewhere), uses no Linux-only call; the test suite passes in it. What changes:
+
+=over 4
+
+=item *
+
+C<noclobber> always uses C<link> and C<unlink> instead of C<renameat2>: an
+existing target is still never replaced, but the filesystem needs hard links
+(else the call dies with C<noclobber is not supported>), and a crash between
+the two calls leaves C<"$filename.tmp.$$"> as a second name of the new,
+complete file.
+
+=item *
+
+C<file_set_contents_many> with C<fsync> starts no writeback early
+(C<sync_file_range>): each C<fdatasync> writes and waits for its own file, so
+the barrier is slower for many files; it is as durable.
+
+=item *
+
+A temporary file's random suffix (needed only when the plain name is taken)
+comes from the clock instead of C<getrandom>; C<O_EXCL> still refuses any
+existing name.
+
+=item *
+
+Where POSIX synchronized I/O is not advertised (macOS, musl), C<fsync>
+replaces C<fdatasync>: it also writes metadata, never less. On macOS,
+C<fsync> does not flush the drive's own cache (C<F_FULLFSYNC> would).
+
+=back
+
+C<FastFile::_build_info()> returns what the build uses, for tests: a hash
+reference with C<portable>, C<renameat2>, C<sync_file_range>, C<getrandom>,
+C<fdatasync> and C<O_PATH>, each 1 or 0.
 
 =head1 CAVEATS
 

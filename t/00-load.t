@@ -2,6 +2,7 @@ use strict;
 use warnings;
 
 use Test::More;
+use Config;
 use lib 't/lib';
 use FFTest qw(run_perl);
 
@@ -53,5 +54,25 @@ is_deeply([sort @{ $FastFile::EXPORT_TAGS{all} }], [sort @FastFile::EXPORT_OK], 
 ok(!eval { FastFile->import('no_such_function'); 1 }, 'importing an unknown name fails');
 
 is(prototype('FastFile::file_set_contents'), undef, 'file_set_contents has no prototype');
+
+# which build this is (README "Systems and builds"): the portable one has no
+# Linux-only call; a Linux build on glibc 2.28+ or musl has them all
+{
+    my $info = FastFile::_build_info();
+    diag('build: ' . join ' ', map { "$_=$info->{$_}" } sort keys %$info);
+    is_deeply([sort keys %$info], [sort qw(portable renameat2 sync_file_range getrandom fdatasync O_PATH)],
+              '_build_info: what it tells');
+    my @linux = grep { $info->{$_} } qw(renameat2 sync_file_range getrandom O_PATH);
+    if ($info->{portable}) {
+        is("@linux", '', 'the portable build: no Linux-only call');
+    } elsif ($^O eq 'linux' && sprintf('%03d%03d', split /\./, $Config{gnulibc_version} || '0.0') ge '002028') {
+        is("@linux", 'renameat2 sync_file_range getrandom O_PATH', 'a Linux build on glibc 2.28+: every Linux call');
+    }
+    # the build that was configured here, if it was (make test, prove -b)
+    if (open my $fh, '<', 'Makefile') {
+        my ($define) = map { /^DEFINE = (.*)$/ ? $1 : () } <$fh>;
+        is(!!$info->{portable}, !!(($define // '') =~ /-DFF_PORTABLE\b/), '_build_info agrees with the Makefile\'s DEFINE');
+    }
+}
 
 done_testing;

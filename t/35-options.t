@@ -121,6 +121,13 @@ sub NOREPL  { my ($p, $r) = @_; $r //= '0';
               qq{renameat2(AT_FDCWD, "$p.tmp.PID", AT_FDCWD, "$p", RENAME_NOREPLACE) = $r} }
 sub UNLINK  { qq{unlink("$_[0].tmp.PID") = 0} }
 sub STATDIR { qq{newfstatat(AT_FDCWD, "$_[0]", {...}, 0) = 0} }    # a link's directory (follow_symlinks)
+# noclobber's publishing: renameat2(RENAME_NOREPLACE); a build without it
+# (FF_PORTABLE) links the temp to the target, then unlinks the temp name
+my $RENAMEAT2 = FastFile::_build_info()->{renameat2};
+sub LINK    { my ($p, $r) = @_; $r //= '0'; qq{link("$p.tmp.PID", "$p") = $r} }
+sub NOCLOBBER { my ($p, $r) = @_;
+                return NOREPL($p, $r) if $RENAMEAT2;
+                return defined $r ? LINK($p, $r) : ( LINK($p), UNLINK($p) ) }
 sub LSTAT   { qq{newfstatat(AT_FDCWD, "$_[0]", {...}, AT_SYMLINK_NOFOLLOW) = 0} }
 sub LSTAT_ENOENT { qq{newfstatat(AT_FDCWD, "$_[0]", PTR, AT_SYMLINK_NOFOLLOW) = -1 ENOENT} }
 sub COMPARE { ( qq{openat(AT_FDCWD, "$_[0]", O_RDONLY|O_NONBLOCK|O_NOFOLLOW|O_CLOEXEC) = FD},
@@ -751,16 +758,19 @@ subtest 'noclobber' => sub {
     need_strace();
     unlink "$d/f";
     my $t = traced(dir => $d, code => q{file_set_contents("$D/f", $DATA, { noclobber => 1 })});
-    seq_is($t, [ T_OPEN('D/f'), WRITE64, CLOSE, NOREPL('D/f') ], 'noclobber => 1');
+    seq_is($t, [ T_OPEN('D/f'), WRITE64, CLOSE, NOCLOBBER('D/f') ],
+           $RENAMEAT2 ? 'noclobber => 1' : 'noclobber => 1 (no renameat2 in this build: link)');
+    is((stat "$d/f")[3], 1, 'noclobber => 1: one link (no temp name left)');
     push @TRACES_WITHOUT_FSYNC, [ 'noclobber', $t ];
 
     $t = traced(dir => $d, code => q{file_set_contents("$D/f", $DATA, { noclobber => 1 })});
     is($t->{err}, "close (rename) atomic file '$d/f' failed: File exists\n", 'traced existing: croak');
-    seq_is($t, [ T_OPEN('D/f'), WRITE64, CLOSE, NOREPL('D/f', '-1 EEXIST'), UNLINK('D/f') ],
+    seq_is($t, [ T_OPEN('D/f'), WRITE64, CLOSE, NOCLOBBER('D/f', '-1 EEXIST'), UNLINK('D/f') ],
            'noclobber => 1, target exists');
 
-    # renameat2 unsupported: the link fallback
-    for my $err (qw(EINVAL ENOSYS EOPNOTSUPP)) {
+    # renameat2 unsupported: the link fallback (the only way in a build
+    # without renameat2, traced above)
+    for my $err ($RENAMEAT2 ? qw(EINVAL ENOSYS EOPNOTSUPP) : ()) {
         unlink "$d/f";
         $t = traced(dir => $d, inject => ["renameat2:error=$err"],
                     code => q{file_set_contents("$D/f", $DATA, { noclobber => 1 })});
@@ -775,7 +785,7 @@ subtest 'noclobber' => sub {
 
     # fallback with an existing target
     spew("$d/f", 'keep');
-    $t = traced(dir => $d, inject => ['renameat2:error=EINVAL'],
+    $t = traced(dir => $d, inject => [ $RENAMEAT2 ? 'renameat2:error=EINVAL' : () ],
                 code => q{file_set_contents("$D/f", $DATA, { noclobber => 1 })});
     is($t->{err}, "close (rename) atomic file '$d/f' failed: File exists\n", 'link fallback, target exists');
     is($t->{errno}, EEXIST, 'link fallback: $! is EEXIST');
@@ -784,15 +794,15 @@ subtest 'noclobber' => sub {
 
     # neither works
     unlink "$d/f";
-    $t = traced(dir => $d, inject => ['renameat2:error=EINVAL', 'link:error=EPERM'],
+    $t = traced(dir => $d, inject => [ ($RENAMEAT2 ? 'renameat2:error=EINVAL' : ()), 'link:error=EPERM' ],
                 code => q{file_set_contents("$D/f", $DATA, { noclobber => 1 })});
     is($t->{err}, "noclobber is not supported by the filesystem of '$d/f' - Operation not permitted\n",
        'no renameat2, no link: croak text');
     is($t->{errno}, EPERM, '$! is EPERM');
     ok(!-e "$d/f", 'no target made');
     no_temps('noclobber unsupported', $d);
-    seq_is($t, [ T_OPEN('D/f'), WRITE64, CLOSE, NOREPL('D/f', '-1 EINVAL (INJECTED)'),
-                 'link("D/f.tmp.PID", "D/f") = -1 EPERM (INJECTED)', UNLINK('D/f') ],
+    seq_is($t, [ T_OPEN('D/f'), WRITE64, CLOSE, ($RENAMEAT2 ? NOREPL('D/f', '-1 EINVAL (INJECTED)') : ()),
+                 LINK('D/f', '-1 EPERM (INJECTED)'), UNLINK('D/f') ],
            'noclobber => 1, neither renameat2 nor link');
 };
 
@@ -875,7 +885,7 @@ subtest 'noclobber + mkdir' => sub {
     need_strace();
     my $t = traced(dir => $d, code => q{file_set_contents("$D/c/f", $DATA, { noclobber => 1, mkdir => 1 })});
     seq_is($t, [ T_ENOENT('D/c/f'), 'mkdir("D/c", 0777) = 0', T_OPEN('D/c/f'), WRITE64, CLOSE,
-                 NOREPL('D/c/f') ], 'noclobber + mkdir');
+                 NOCLOBBER('D/c/f') ], 'noclobber + mkdir');
     push @TRACES_WITHOUT_FSYNC, [ 'noclobber+mkdir', $t ];
 };
 

@@ -188,7 +188,9 @@ SKIP: {
     my @names = map { $_->{name} } @calls;
     my $first_rename = (grep { $names[$_] eq 'renameat' } 0 .. $#names)[0];
     my @before = @names[0 .. $first_rename - 1];
-    is(scalar(grep { $_ eq 'sync_file_range' } @before), 4, 'writeback started for each temp (sync_file_range)');
+    # without sync_file_range (FF_PORTABLE) each fdatasync starts its own writeback
+    my $early = FastFile::_build_info()->{sync_file_range} ? 4 : 0;
+    is(scalar(grep { $_ eq 'sync_file_range' } @before), $early, "writeback started early for $early temps (sync_file_range)");
     is(scalar(grep { $_ eq 'fdatasync' } @before), 4, 'every temp fdatasynced before the first rename');
     my @after = @names[$first_rename .. $#names];
     is(join(' ', grep { $_ ne 'close' } @after), 'renameat renameat renameat renameat openat fsync openat fsync',

@@ -67,9 +67,9 @@ my %VARIANT = (
     if_changed => {
         code => 'file_set_contents($T, $D, { if_changed => 1 })',
     },
-    noclobber => {
+    noclobber => {     # a build without renameat2 (FF_PORTABLE) links, then unlinks the temp
         code => 'file_set_contents($T, $D, { noclobber => 1 })',
-        absent => 1, rename => 'renameat2',
+        absent => 1, rename => FastFile::_build_info()->{renameat2} ? 'renameat2' : 'link',
     },
     noclobber_link => {    # a filesystem without RENAME_NOREPLACE: link + unlink
         code => 'file_set_contents($T, $D, { noclobber => 1 })',

@@ -16,7 +16,7 @@ my ($fullperl) = map { /^FULLPERL\s*=\s*(.*?)\s*$/ ? $1 : () } do {
 };
 ok($fullperl, "Makefile names FULLPERL ($fullperl)");
 
-for my $target (qw(asan leakcheck matrix tarball-check deb-check)) {
+for my $target (qw(asan leakcheck matrix tarball-check deb-check clang-check portable-check)) {
     my @cmds = grep { m{xt/tools/} } `make -n $target 2>/dev/null`;
     is(scalar(@cmds), 1, "make $target runs one xt/tools script");
     like($cmds[0] // '', qr/\Q$fullperl\E/, "make $target passes the configuring perl");

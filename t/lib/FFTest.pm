@@ -31,7 +31,7 @@ use POSIX ();
 our @ISA = ('Exporter');
 our @EXPORT_OK = qw(tempdir slurp spew temps_in state_of check_error which errno_text inc_args
                     run_perl in_child warnings_of no_warnings strace_why strace_call strace_calls calls_named io_calls ncpu
-                    full_testing);
+                    full_testing c_compilers);
 
 our $PID = 4242;    # the $$ traced children pretend to have
 
@@ -166,6 +166,19 @@ sub which {
         return "$d/$prog" if length $d && -x "$d/$prog" && !-d _;
     }
     return;
+}
+
+# The C compilers the perl-free core is built with (t/01, t/02): perl's own
+# (gcc-compatible), clang and musl-gcc. A list of [name, command, why not]:
+# the command is undef, and "why not" says why, when it is not here.
+sub c_compilers {
+    require Config;
+    my $cc = $Config::Config{cc};
+    return (
+        [ "perl's cc ($cc)", $Config::Config{gccversion} ? $cc : undef,
+          'not gcc-compatible (no gccversion in Config)' ],
+        map({ [ $_, (which($_) ? $_ : undef), "$_ is not installed" ] } qw(clang musl-gcc)),
+    );
 }
 
 # -I options that let a child perl find the FastFile this test loaded (blib

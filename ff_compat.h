@@ -1,0 +1,145 @@
+/* ff_compat.h - private to the perl-free core (ff_io.c, ff_batch.c): every
+ * Linux-only call the core makes, and its POSIX fallback, in one place.
+ * Include after the file's feature macros (_GNU_SOURCE), like any header.
+ *
+ * The Linux calls are used on Linux unless FF_PORTABLE is defined
+ * (`perl Makefile.PL FF_PORTABLE=1`; Makefile.PL defines it off Linux too):
+ * then every call below takes its fallback at compile time, so the fallbacks
+ * can be tested on Linux. The POSIX.1-2008 calls the core needs everywhere
+ * (openat, fstatat, renameat, link, fsync, O_CLOEXEC, O_DIRECTORY,
+ * O_NOFOLLOW) have no fallback: Makefile.PL says "OS unsupported" without them.
+ *
+ *   ff_renameat_noreplace(fromfd, from, tofd, to), and ff_rename_noreplace(from, to)
+ *                                  relative to the cwd: renameat2(RENAME_NOREPLACE);
+ *                                  fallback: -1 with ENOSYS (the caller then links)
+ *   ff_start_writeback(fd)         sync_file_range(WRITE); fallback: nothing
+ *                                  (fdatasync does all the work later)
+ *   ff_getrandom(buf, len)         getrandom(GRND_NONBLOCK); fallback: -1
+ *                                  with ENOSYS (the caller mixes the clock)
+ *   ff_fdatasync(fd)               fdatasync where POSIX's synchronized I/O
+ *                                  is there, else fsync (more, never less)
+ *   FF_O_PATH                      O_PATH (an fd only for *at calls and
+ *                                  fstat: fsync on it is EBADF); fallback:
+ *                                  O_RDONLY, which needs read permission on
+ *                                  a directory
+ *
+ * FF_FEATURES tells which were built in (FF_FEATURE_* of ff_io.h). A new
+ * Linux-only call gets its FF_HAVE_ and fallback here, never an #if in a .c. */
+#ifndef FF_COMPAT_H
+#define FF_COMPAT_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#if !defined(O_CLOEXEC) || !defined(O_DIRECTORY) || !defined(O_NOFOLLOW) || !defined(AT_FDCWD)
+#error "FastFile needs POSIX.1-2008: O_CLOEXEC, O_DIRECTORY, O_NOFOLLOW and the *at calls"
+#endif
+
+#if defined(__linux__) && !defined(FF_PORTABLE)
+#define FF_LINUX 1
+#else
+#define FF_LINUX 0
+#endif
+
+#if FF_LINUX
+#include <sys/syscall.h>
+#endif
+
+/* glibc's version test, safe in #if where there is no glibc (musl) */
+#if defined(__GLIBC__) && defined(__GLIBC_PREREQ)
+#define FF_GLIBC_AT_LEAST(maj, min) __GLIBC_PREREQ(maj, min)
+#else
+#define FF_GLIBC_AT_LEAST(maj, min) 0
+#endif
+
+/* renameat2: glibc declares it from 2.28 on; other Linux libcs (musl 1.2.3)
+ * reach it by its syscall number. FF_NO_RENAMEAT2 and FF_NO_RENAMEAT2_SYSCALL
+ * build as on a libc without either (t/01-core-build.t). */
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE (1 << 0)   /* the kernel's value (linux/fs.h) */
+#endif
+#if FF_LINUX && FF_GLIBC_AT_LEAST(2, 28) && !defined(FF_NO_RENAMEAT2)
+#define FF_HAVE_RENAMEAT2 1
+#define ff_renameat_noreplace(fromfd, from, tofd, to) \
+    renameat2(fromfd, from, tofd, to, RENAME_NOREPLACE)
+#elif FF_LINUX && defined(SYS_renameat2) && !defined(FF_NO_RENAMEAT2_SYSCALL)
+#define FF_HAVE_RENAMEAT2 1
+#define ff_renameat_noreplace(fromfd, from, tofd, to) \
+    ((int)syscall(SYS_renameat2, fromfd, from, tofd, to, RENAME_NOREPLACE))
+#else
+#define FF_HAVE_RENAMEAT2 0
+static inline int ff_renameat_noreplace(int fromfd, const char *from, int tofd, const char *to)
+{
+    (void)fromfd;
+    (void)from;
+    (void)tofd;
+    (void)to;
+    errno = ENOSYS;
+    return -1;
+}
+#endif
+#define ff_rename_noreplace(from, to) ff_renameat_noreplace(AT_FDCWD, from, AT_FDCWD, to)
+
+#if FF_LINUX && defined(SYNC_FILE_RANGE_WRITE)
+#define FF_HAVE_SYNC_FILE_RANGE 1
+#define ff_start_writeback(fd) sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE)
+#else
+#define FF_HAVE_SYNC_FILE_RANGE 0
+static inline int ff_start_writeback(int fd)
+{
+    (void)fd;
+    return 0;
+}
+#endif
+
+#if FF_LINUX && FF_GLIBC_AT_LEAST(2, 25)
+#define FF_HAVE_GETRANDOM 1
+#elif FF_LINUX && !defined(__GLIBC__) && defined(__has_include)
+#if __has_include(<sys/random.h>)
+#define FF_HAVE_GETRANDOM 1     /* musl 1.1.20 on */
+#endif
+#endif
+#if defined(FF_HAVE_GETRANDOM)
+#include <sys/random.h>
+#define ff_getrandom(buf, len) getrandom(buf, len, GRND_NONBLOCK)
+#else
+#define FF_HAVE_GETRANDOM 0
+static inline ssize_t ff_getrandom(void *buf, size_t len)
+{
+    (void)buf;
+    (void)len;
+    errno = ENOSYS;
+    return -1;
+}
+#endif
+
+/* fdatasync is POSIX, but optional (macOS declares none) */
+#if (FF_LINUX || (defined(_POSIX_SYNCHRONIZED_IO) && _POSIX_SYNCHRONIZED_IO > 0)) \
+    && !defined(FF_NO_FDATASYNC)
+#define FF_HAVE_FDATASYNC 1
+#define ff_fdatasync(fd) fdatasync(fd)
+#else
+#define FF_HAVE_FDATASYNC 0
+#define ff_fdatasync(fd) fsync(fd)
+#endif
+
+#if FF_LINUX && defined(O_PATH)
+#define FF_HAVE_O_PATH 1
+#define FF_O_PATH O_PATH
+#else
+#define FF_HAVE_O_PATH 0
+#define FF_O_PATH O_RDONLY
+#endif
+
+#define FF_FEATURES                                                 \
+    ((FF_LINUX ? 0 : FF_FEATURE_PORTABLE)                           \
+     | (FF_HAVE_RENAMEAT2 ? FF_FEATURE_RENAMEAT2 : 0)               \
+     | (FF_HAVE_SYNC_FILE_RANGE ? FF_FEATURE_SYNC_FILE_RANGE : 0)   \
+     | (FF_HAVE_GETRANDOM ? FF_FEATURE_GETRANDOM : 0)               \
+     | (FF_HAVE_FDATASYNC ? FF_FEATURE_FDATASYNC : 0)               \
+     | (FF_HAVE_O_PATH ? FF_FEATURE_O_PATH : 0))
+
+#endif

@@ -1,0 +1,66 @@
+use strict;
+use warnings;
+
+# The perl-free core on its own, linked against each C library here: glibc
+# (perl's cc, clang) and musl (musl-gcc), each as the Linux build and as the
+# portable build (FF_PORTABLE: every Linux-only call's POSIX fallback).
+# t/core/core-smoke.c runs atomic replace (plain, fsync, noclobber, mkdir),
+# mkdir -p and a batch with fsync on a tmpfs (/dev/shm) and checks the files.
+
+use Test::More;
+use lib 't/lib';
+use FFTest qw(c_compilers);
+use Config;
+use File::Temp ();
+
+my @sources = sort glob('ff_*.c');
+plan skip_all => 'no ff_*.c here (run from the distribution root)' unless @sources;
+plan skip_all => 'not Linux: the Linux build cannot be built here' unless $^O eq 'linux';
+
+# a tmpfs where a normal user may write: /dev/shm on Linux, else the temp dir
+my $shm = '/dev/shm';
+my $on_tmpfs = -d $shm && -w _ && do {
+    open my $fh, '<', '/proc/mounts' or die "/proc/mounts: $!";
+    grep { (split ' ')[1] eq $shm && (split ' ')[2] eq 'tmpfs' } <$fh>;
+};
+my $run_dir = File::Temp::tempdir('ffsmoke-XXXXXX', ($on_tmpfs ? (DIR => $shm) : (TMPDIR => 1)), CLEANUP => 1);
+my $bin_dir = File::Temp::tempdir('ffsmokebin-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+note($on_tmpfs ? "files written on the tmpfs $shm" : "no writable tmpfs at $shm: files written in $run_dir");
+
+my @strict = qw(-std=c99 -Wall -Wextra -Werror=implicit-function-declaration);
+my $CHECKS = 12;    # "ok" lines core-smoke.c prints
+
+my $n = 0;
+for my $compiler (c_compilers()) {
+    my ($cname, $cc, $why) = @$compiler;
+    for my $portable (0, 1) {
+        my $build = $portable ? 'portable build' : 'Linux build';
+        SKIP: {
+            skip "$cname: $why", 7 unless $cc;
+            my $bin = "$bin_dir/smoke" . $n++;
+            my @flags = $portable ? ('-DFF_PORTABLE') : ();
+            my $out = `$cc @strict @flags -o $bin t/core/core-smoke.c @sources 2>&1`;
+            is($?, 0, "$cname, $build: builds") or diag($out);
+            is($out, '', "$cname, $build: no diagnostics");
+            skip "$cname, $build: did not build", 5 unless -x $bin;
+
+            my @lines = `$bin $run_dir`;
+            is($?, 0, "$cname, $build: exits 0") or diag(@lines);
+            my @ok = grep { /^ok - / } @lines;
+            is(scalar(@ok), $CHECKS, "$cname, $build: all $CHECKS checks pass") or diag(@lines);
+            my ($features) = map { /^features(.*)$/ ? $1 : () } @lines;
+            # the build's promise: the Linux calls on Linux, none of them when portable
+            like($features // '', $portable ? qr/\A portable(?: fdatasync)?\z/
+                                            : qr/\A renameat2 sync_file_range getrandom fdatasync O_PATH\z/,
+                 "$cname, $build: uses what it should (features:" . ($features // '?') . ")");
+            my ($libc) = map { /^libc (.*)$/ ? $1 : () } @lines;
+            # musl-gcc links musl; the others the libc perl has
+            is($libc, $cname ne 'musl-gcc' && $Config{gnulibc_version} ? 'glibc' : 'not glibc',
+               "$cname, $build: linked with the libc meant");
+            opendir my $dh, $run_dir or die "$run_dir: $!";
+            is_deeply([ grep { !/\A\.\.?\z/ } readdir $dh ], [], "$cname, $build: leaves nothing behind");
+        }
+    }
+}
+
+done_testing;
