@@ -644,6 +644,12 @@ the barrier is slower for many files; it is as durable.
 
 =item *
 
+C<file_set_contents_many> opens each directory for reading instead of with
+C<O_PATH>: a write-only directory (mode 0300) fails with C<unable to open
+directory> (C<EACCES>), where C<file_set_contents> still writes.
+
+=item *
+
 A temporary file's random suffix (needed only when the plain name is taken)
 comes from the clock instead of C<getrandom>; C<O_EXCL> still refuses any
 existing name.
