@@ -205,7 +205,8 @@ sub control {
     sysopen my $fh, "$self->{dir}/.fastfs", O_WRONLY
         or die "fastfs: open control file: $!\n";
     my $n = syswrite $fh, $cmd;
-    die "fastfs: '$cmd' rejected: $!\n" unless defined $n && $n == length $cmd;
+    die "fastfs: '$cmd' rejected: " . (defined $n ? "wrote $n of " . length($cmd) . ' bytes' : "$!") . "\n"
+        unless defined $n && $n == length $cmd;
     close $fh or die "fastfs: close control file: $!\n";
     return 1;
 }
