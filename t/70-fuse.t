@@ -7,6 +7,7 @@
 use strict;
 use warnings;
 use Test::More;
+use Fcntl ();
 use POSIX qw(ceil);
 use lib 't/lib';
 use FFTest qw(slurp);
@@ -104,6 +105,24 @@ for my $max_write (@MAX_WRITE) {
 
 # Every mount gone: not in /proc/mounts, the daemons exited, dirs removed.
 my %ours = map { $_ => 1 } @dirs;
+# The fixture itself: a command written to the control file in two pieces
+# (as the kernel may split a write under load) runs once its line is whole.
+{
+    my $fs = FastFS->mount;
+    push @dirs, $fs->dir;
+    push @pids, $fs->pid;
+    my $d = $fs->dir;
+    sysopen my $ctl, "$d/.fastfs", Fcntl::O_WRONLY() or die "open control file: $!";
+    my @n = map { syswrite $ctl, $_ } "fail create 13 /sp", "lit.*\n";
+    close $ctl;
+    is_deeply \@n, [18, 6], 'control file: both pieces of a command line accepted';
+    ok !eval { file_set_contents("$d/split", "x"); 1 }, 'control file: the command split in two took effect';
+    like $@, qr/^unable to open file '\Q$d\E\/split\.tmp\.\d+'/, '... the create failed';
+    $fs->control('clear');
+    ok file_set_contents("$d/split", "x"), '... and clear removed it';
+    $fs->unmount;
+}
+
 my @stale;
 if (open my $mounts, '<', '/proc/mounts') {
     while (<$mounts>) {

@@ -27,9 +27,9 @@ chmod 0755, $ROOT or die "chmod $ROOT: $!";    # other users must get through it
 umask 022;
 
 sub inode { my @s = lstat $_[0]; return @s ? "$s[0]:$s[1]" : 'none' }
-# what an entry holds, not following a symlink: root may not follow another
-# user's link in a sticky directory (fs.protected_symlinks=1)
-sub held { return -l $_[0] ? 'link to ' . readlink $_[0] : slurp($_[0]) }
+# a file's bytes, a symlink's target: with fs.protected_symlinks=1 (Debian's
+# default) even root may not follow another user's link in a sticky directory
+sub content_of { return -l $_[0] ? 'symlink to ' . readlink $_[0] : slurp($_[0]) }
 
 # ------------------------------------------- a symlink at the temp name
 
@@ -123,7 +123,7 @@ SKIP: {
         return 'made';
     }, $uid, $gid);
     is $res, 'ok made', 'uid 65534 made its files in the sticky directory' or diag $res;
-    my %before = map { $_ => [ inode("$d/$_"), held("$d/$_"), (lstat "$d/$_")[4, 2] ] }
+    my %before = map { $_ => [ inode("$d/$_"), content_of("$d/$_"), (lstat "$d/$_")[4, 2] ] }
         qw(theirs victim), "ours.tmp.$$", "ours2.tmp.$$";
 
     ok file_set_contents("$d/ours", "ours\n"), 'root writes its own file next to them';
@@ -134,7 +134,7 @@ SKIP: {
     $w->print("ours again\n");
     ok $w->commit, 'FastFile::Writer next to them';
     for my $f (sort keys %before) {
-        my @now = (inode("$d/$f"), held("$d/$f"), (lstat "$d/$f")[4, 2]);
+        my @now = (inode("$d/$f"), content_of("$d/$f"), (lstat "$d/$f")[4, 2]);
         is_deeply \@now, $before{$f}, "their '$f' is untouched (inode, content, owner, mode)";
     }
 
@@ -154,7 +154,7 @@ SKIP: {
     is $ok2, 1, 'uid 65533 can write its own file there';
     is((stat "$d/mine")[4], $writer_uid, 'owned by uid 65533');
     for my $f (sort keys %before) {
-        my @now = (inode("$d/$f"), held("$d/$f"), (lstat "$d/$f")[4, 2]);
+        my @now = (inode("$d/$f"), content_of("$d/$f"), (lstat "$d/$f")[4, 2]);
         is_deeply \@now, $before{$f}, "their '$f' is still untouched";
     }
     my @left = grep { !$before{$_} } temps_in($d);

@@ -62,7 +62,10 @@ struct node {
 };
 
 /* fi->fh points to one of these; the control file gets a text snapshot. */
-struct handle { struct node *node; int is_ctl; char *text; size_t len; };
+/* pending: the control file's command line so far, until its "\n" comes
+ * (the kernel may hand one write(2) over in pieces) */
+struct handle { struct node *node; int is_ctl; char *text; size_t len;
+                char *pending; size_t npending; };
 
 /* OP_CREATED: a create that makes the file, then answers the errno (NFS
  * or a FUSE server interrupted after the fact) */
@@ -643,18 +646,30 @@ static int command(char *line)
 	return -EINVAL;
 }
 
-static int ctl_write(const char *buf, size_t size)
+/* Runs each complete line written so far; keeps a partial one for later. */
+static int ctl_write(struct handle *h, const char *buf, size_t size)
 {
-	char *text = strndup(buf, size), *line, *save = NULL;
+	char *text, *line, *nl;
+	size_t left;
 	int r = 0;
 	LOCKED;
 
-	if (!text)
+	if (!(text = realloc(h->pending, h->npending + size + 1)))
 		return -ENOMEM;
-	for (line = strtok_r(text, "\n", &save); line && r == 0;
-	     line = strtok_r(NULL, "\n", &save))
+	h->pending = text;
+	memcpy(text + h->npending, buf, size);
+	h->npending += size;
+	text[h->npending] = '\0';
+	line = text;
+	left = h->npending;
+	while (r >= 0 && (nl = memchr(line, '\n', left))) {
+		*nl = '\0';
 		r = command(line);
-	free(text);
+		left -= (size_t) (nl + 1 - line);
+		line = nl + 1;
+	}
+	memmove(text, line, left);
+	h->npending = left;
 	return r < 0 ? r : (int) size;
 }
 
@@ -1151,7 +1166,7 @@ static int fs_write(const char *path, const char *buf, size_t size,
 	int r;
 
 	if (h->is_ctl)
-		return ctl_write(buf, size);
+		return ctl_write(h, buf, size);
 	LOCKED;
 	COUNTED;
 	st.write_requests++;
@@ -1213,6 +1228,7 @@ static int fs_release(const char *path, struct fuse_file_info *fi)
 	if (h->is_ctl) {
 		NOT_COUNTED;
 		free(h->text);
+		free(h->pending);
 	} else {
 		st.release_requests++;
 		h->node->opens--;

@@ -24,13 +24,14 @@ use Data::Dumper ();
 use Errno ();
 use Exporter ();
 use File::Find ();
+use File::Path ();
 use File::Spec ();
 use File::Temp ();
 use POSIX ();
 
 our @ISA = ('Exporter');
 our @EXPORT_OK = qw(tempdir slurp spew temps_in state_of check_error which errno_text inc_args
-                    run_perl in_child warnings_of no_warnings strace_why strace_call strace_calls calls_named io_calls ncpu
+                    run_perl in_child exit_child warnings_of no_warnings strace_why strace_call strace_calls calls_named io_calls ncpu
                     full_testing c_compilers);
 
 our $PID = 4242;    # the $$ traced children pretend to have
@@ -75,6 +76,8 @@ sub warnings_of (&) {
 
 # ------------------------------------------------------------ files
 
+# A directory that goes away when the process that made it ends: at exit,
+# or in a forked child at exit_child (POSIX::_exit skips File::Temp's END).
 sub tempdir { return File::Temp::tempdir('fftest-XXXXXX', TMPDIR => 1, CLEANUP => 1) }
 
 # The file's bytes; undef when it does not exist.
@@ -151,6 +154,15 @@ sub check_error {
 }
 
 # ------------------------------------------------------------ processes
+
+# The end of a forked child: removes the temp dirs this process made
+# (File::Temp removes only its own process's, the parent's stay), then
+# POSIX::_exit, which runs no END block or destructor of the parent's.
+sub exit_child {
+    my ($status) = @_;
+    File::Temp::cleanup();
+    POSIX::_exit($status);
+}
 
 # The text perl gives for an errno value ("$!"), in the current locale.
 sub errno_text {
@@ -249,7 +261,7 @@ sub in_child {
         };
         print {$w} defined $out ? "ok $out" : "died $@";
         close $w;
-        POSIX::_exit(0);
+        exit_child(0);
     }
     close $w;
     my $out = do { local $/; <$r> } // '';
@@ -326,7 +338,11 @@ my $SEQ = 0;
 sub strace_call {
     my ($code, %o) = @_;
     my $timeout = $o{timeout} || 60;
-    my $ctl = tempdir();
+    # removed on return or die, not at exit: a test makes hundreds, and a
+    # worker of strace_calls leaves with exit_child (a registered name, freed
+    # early, could meanwhile be another worker's: they share rand's state)
+    my $ctl = File::Temp::tempdir('fftest-XXXXXX', TMPDIR => 1);
+    my $ctl_guard = FFTest::RemoveTree->new($ctl);
     my $n = ++$SEQ;
     my ($m_begin, $m_end) = map { "/nonexistent-fftest-$_-$$-$n" } qw(begin end);
     my $pid = $o{pid};
@@ -474,7 +490,7 @@ sub strace_calls {
                     print {$fh} _dump($r);
                     close $fh;
                 }
-                POSIX::_exit(0);
+                exit_child(0);
             }
             $running{$pid} = $next++;
         }
@@ -491,5 +507,10 @@ sub strace_calls {
     }
     return \@res;
 }
+
+# Removes a directory tree when it goes out of scope.
+package FFTest::RemoveTree;
+sub new     { my ($class, $dir) = @_; return bless { dir => $dir, pid => $$ }, $class }
+sub DESTROY { my ($self) = @_; File::Path::remove_tree($self->{dir}) if $$ == $self->{pid} }
 
 1;

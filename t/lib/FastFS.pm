@@ -204,8 +204,14 @@ sub control {
     $cmd .= "\n" unless $cmd =~ /\n\z/;
     sysopen my $fh, "$self->{dir}/.fastfs", O_WRONLY
         or die "fastfs: open control file: $!\n";
-    my $n = syswrite $fh, $cmd;
-    die "fastfs: '$cmd' rejected: $!\n" unless defined $n && $n == length $cmd;
+    # a write may come back short (seen under load): fastfs runs a command
+    # when its line is complete, so the rest follows in another write
+    for (my $off = 0; $off < length $cmd; ) {
+        my $n = syswrite $fh, $cmd, length($cmd) - $off, $off;
+        next if !defined $n && $!{EINTR};
+        die "fastfs: '$cmd' rejected: $!\n" unless defined $n;
+        $off += $n;
+    }
     close $fh or die "fastfs: close control file: $!\n";
     return 1;
 }
