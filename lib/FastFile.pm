@@ -3,7 +3,7 @@ package FastFile;
 use strict;
 use warnings;
 
-our $VERSION = '0.02';
+our $VERSION = '0.03';
 
 use Exporter 5.57 'import';
 our @EXPORT      = qw(file_set_contents);

@@ -3,7 +3,7 @@ package FastFile::Writer;
 use strict;
 use warnings;
 
-our $VERSION = '0.02';
+our $VERSION = '0.03';
 
 # new, print, printf, write, commit, abort, DESTROY, CLONE_SKIP and the
 # tie methods PRINT, PRINTF and CLOSE are XSUBs in FastFile's shared object.
