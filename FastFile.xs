@@ -36,7 +36,7 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
      * order, into a snapshot, before any user code (overloading) can run;
      * then $\. From here nothing of the caller's is used. */
     SvGETMAGIC(filename);
-    filename = snapshot(filename);
+    filename = name_snapshot(filename);
     if (data) {
         SvGETMAGIC(data);
         data = snapshot(data);
@@ -131,7 +131,7 @@ static SV *S_file_get_contents(pTHX_ SV *filename, SV *max_arg)
     ENTER;   /* closes fd when this function returns or croaks */
     /* snapshots, before user code (overloading) runs, as in file_set_contents */
     SvGETMAGIC(filename);
-    filename = snapshot(filename);
+    filename = name_snapshot(filename);
     if (max_arg) {
         SvGETMAGIC(max_arg);
         max_arg = snapshot(max_arg);
@@ -332,7 +332,7 @@ static SV *S_file_read_firstline(pTHX_ SV *filename)
     ENTER;   /* closes fd when this function returns or croaks */
     if (filename) {
         SvGETMAGIC(filename);
-        filename = snapshot(filename);
+        filename = name_snapshot(filename);
     }
     /* no name: undef, as the reference's open of it fails */
     if (!filename || !SvOK(filename) || (SvPOKp(filename) && SvCUR(filename) == 0)) {

@@ -121,7 +121,7 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
 
         if (elem) {
             SvGETMAGIC(*elem);
-            sv = snapshot(*elem);
+            sv = i % 2 ? snapshot(*elem) : name_snapshot(*elem);
         }
         if (i % 2)
             datas[i / 2] = sv;

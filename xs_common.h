@@ -63,12 +63,26 @@ bool ffxs_safe_path(pTHX_ SV *path, const char *op);
  * read-only one that is not shared already. */
 PERL_STATIC_INLINE SV *S_snapshot(pTHX_ SV *sv)
 {
-    SV *copy = sv_newmortal();
+    /* a string's type already: sv_setsv need not upgrade it */
+    SV *copy = sv_2mortal(newSV_type(SVt_PV));
 
-    sv_setsv_flags(copy, sv, SV_DO_COW_SVSETSV);
+    /* (SV_DO_COW_SVSETSV is 0 outside the core: XS that writes into a
+     * buffer without un-sharing it first would break a share. The copy is
+     * only ever read, or changed through perl's API.) */
+    sv_setsv_flags(copy, sv, SV_COW_SHARED_HASH_KEYS | SV_COW_OTHER_PVS);
     return copy;
 }
 #define snapshot(sv) S_snapshot(aTHX_ sv)
+
+/* The snapshot of a file name: a plain string is copied, which costs less
+ * than sharing for a string this short. */
+PERL_STATIC_INLINE SV *S_name_snapshot(pTHX_ SV *sv)
+{
+    if (SvPOK(sv) && !SvGMAGICAL(sv))
+        return sv_2mortal(newSVpvn_flags(SvPVX(sv), SvCUR(sv), SvUTF8(sv)));
+    return snapshot(sv);
+}
+#define name_snapshot(sv) S_name_snapshot(aTHX_ sv)
 
 /* The string form of a private value (a snapshot): the value itself when
  * it is a string, else its string form - cached in it, or for a reference
@@ -76,7 +90,7 @@ PERL_STATIC_INLINE SV *S_snapshot(pTHX_ SV *sv)
  * reference's scope, which has no `use locale`: 1.5 is "1.5" even when the
  * caller's locale has a comma radix. */
 SV *ffxs_stringified(pTHX_ SV *sv);
-#define stringified(sv) ffxs_stringified(aTHX_ sv)
+#define stringified(sv) (SvPOKp(sv) ? (sv) : ffxs_stringified(aTHX_ sv))
 
 /* The filename as a private string, from its snapshot name (undef and ""
  * croak). For a file to be written, write_op names the function, and a

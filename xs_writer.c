@@ -270,7 +270,7 @@ SV *ffxs_writer_new(pTHX_ SV *klass, SV *filename, SV *opts)
     ENTER;
     /* snapshots, before user code (overloading) runs */
     SvGETMAGIC(filename);
-    filename = snapshot(filename);
+    filename = name_snapshot(filename);
     if (opts) {
         SvGETMAGIC(opts);
         opts = snapshot(opts);
