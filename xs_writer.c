@@ -30,6 +30,7 @@ struct ff_writer {
     SV *path;             /* the filename as given, for messages */
     IV pid;               /* $$ of the process that made the temp */
     int state;            /* FF_W_*, an int for SAVEINT */
+    int calls;            /* methods running (user code may call DESTROY) */
     bool force_utf8;
 };
 
@@ -78,6 +79,8 @@ static void S_writer_own_process(pTHX_ const struct ff_writer *w)
 static void S_writer_hold(pTHX_ struct ff_writer *w)
 {
     hold_in_scope(w->self);
+    SAVEINT(w->calls);
+    w->calls++;
     writer_usable(w);
 }
 #define writer_hold(w) S_writer_hold(aTHX_ w)
@@ -137,6 +140,7 @@ static void S_writer_chunk(pTHX_ struct ff_writer *w, SV *sv, const char *op)
     STRLEN n;
     const char *buf;
 
+    writer_usable(w);                   /* user code for an earlier item may have ended it */
     if (SvPOK(sv) && !SvUTF8(sv) && !w->force_utf8 && !ff_wbuf_fills(&w->wb, SvCUR(sv))
         && !ff_wbuf_append(&w->wb, w->a.fd, SvPVX(sv), SvCUR(sv), &w->intr))
         return;
@@ -164,30 +168,41 @@ static void S_hold_items(pTHX_ I32 ax, I32 items)
 }
 #define hold_items(ax, items) S_hold_items(aTHX_ ax, items)
 
-/* ST() reads the stack afresh: user code runs between the items. $, and
- * $\ are read when they are reached, as print does. */
+/* The items, $, and $\ are taken on entry: with more than one item, each
+ * into a snapshot (get-magic once each, in order) before user code for any
+ * of them (an overload, a warning's handler, a signal handler while the
+ * buffer is written) could change or free the others; a single item is
+ * copied into the buffer at once, or snapshotted by writer_chunk. */
 void ffxs_writer_print(pTHX_ struct ff_writer *w, I32 ax, I32 items)
 {
     const char *op = FF_WRITER_CLASS "::print";
+    SV *ofs = GvSV(PL_ofsgv), *ors = NULL;
     I32 i;
 
     ENTER;
     writer_hold(w);
-    if (items > 2)
+    if (items > 2) {
         hold_items(ax, items);
-    for (i = 1; i < items; i++) {
-        SV *ofs = i > 1 ? GvSV(PL_ofsgv) : NULL;     /* $, : read afresh, as print does */
-
-        if (ofs && (SvGMAGICAL(ofs) || SvOK(ofs))) {
-            SvGETMAGIC(ofs);
-            if (SvOK(ofs))
-                writer_chunk(w, ofs, op);
+        for (i = 1; i < items; i++) {
+            SvGETMAGIC(ST(i));
+            ST(i) = snapshot(ST(i));
         }
-        SvGETMAGIC(ST(i));
-        writer_chunk(w, ST(i), op);
+        if (ofs) {
+            SvGETMAGIC(ofs);
+            ofs = SvOK(ofs) ? snapshot(ofs) : NULL;
+        }
+    } else if (items == 2) {
+        SvGETMAGIC(ST(1));
     }
     if (PL_ors_sv && SvOK(PL_ors_sv))                /* $\ */
-        writer_chunk(w, PL_ors_sv, op);
+        ors = snapshot(PL_ors_sv);
+    for (i = 1; i < items; i++) {
+        if (i > 1 && ofs)
+            writer_chunk(w, ofs, op);
+        writer_chunk(w, ST(i), op);
+    }
+    if (ors)
+        writer_chunk(w, ors, op);
     LEAVE;
 }
 
@@ -371,9 +386,10 @@ void ffxs_writer_destroy(pTHX_ SV *self)
     if (!SvROK(self) || !mg_findext(SvRV(self), PERL_MAGIC_ext, &writer_tag)
         || !(w = INT2PTR(struct ff_writer *, SvIVX(SvRV(self)))))
         return;
-    /* called by hand from a signal handler inside one of its writes: the
-     * write goes on, the writer is freed with its object */
-    if (w->state == FF_W_BUSY)
+    /* called by hand from user code that one of its methods runs (a signal
+     * handler inside a write, a warning's handler, an overload): the method
+     * goes on, the writer is freed with its object */
+    if (w->calls)
         return;
     S_writer_free_now(aTHX_ SvRV(self));
 }
