@@ -63,6 +63,10 @@ static void S_stringify_number(pTHX_ SV *sv)
     (void)SvPV_nomg_nolen(sv);
     PL_curcop = cop;
     PL_hints = hints;
+    /* perl leaves a number's string form uncached where the locale could
+     * change it: this one is final, or the next SvPV would format it again
+     * in the caller's locale */
+    SvPOK_on(sv);
 }
 
 SV *ffxs_stringified(pTHX_ SV *sv)
