@@ -251,8 +251,10 @@ static SV *S_read_record(pTHX_ int fd, SV *path, const struct ff_eintr *intr)
             break;
         total += got;
         end = record_end(rs, sep, sep_len, SvPVX(line), &begin, scanned, total);
-        if (end)
+        if (end) {
+            SETERRNO(ENOTTY, 0);        /* see file_read_firstline */
             break;
+        }
         if (total == cap) {
             cap *= 2;
             SvGROW(line, cap + 1);
@@ -308,6 +310,7 @@ static SV *S_read_line(pTHX_ int fd, SV *path, const struct ff_eintr *intr)
         total += got;
         if (nl) {
             total = (size_t)(nl - SvPVX(line));  /* chomp: the line without "\n" */
+            SETERRNO(ENOTTY, 0);                 /* see file_read_firstline */
             break;
         }
         if (total == cap) {                      /* a long line: keep reading */
@@ -357,13 +360,14 @@ static SV *S_file_read_firstline(pTHX_ SV *filename)
         croak_errno(err, "file '%" SVf "' exists but open for reading failed - ", SVfARG(path));
 
     /* NULL: an empty file, or a directory (the reference reads nothing
-     * from it; $! stays EISDIR) */
+     * from it; $! stays EISDIR). $! as the reference's readline leaves it:
+     * its open's ENOTTY (perl asks isatty) when the record ended before the
+     * end of the file, 0 when the read reached it; the readers set it. */
     SETERRNO(0, 0);
     line = SvPOK(PL_rs) && SvCUR(PL_rs) == 1 && *SvPVX(PL_rs) == '\n'
                ? read_line(fd, path, &intr)
                : read_record(fd, path, &intr);
-    /* $! as the reference's readline leaves it: 0, EISDIR for a directory */
-    err = !line && errno == EISDIR ? EISDIR : 0;
+    err = errno;
     LEAVE;
     SETERRNO(err, 0);
     if (!line)
