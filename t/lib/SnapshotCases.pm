@@ -6,7 +6,9 @@ package SnapshotCases;
 #
 #   API      fsc (file_set_contents), ors (fsc with $\ set), print, printf,
 #            write (the writer's methods, then commit), batch
-#            (file_set_contents_many), firstline (file_read_firstline's $/)
+#            (file_set_contents_many of \@_, aliases of the caller's
+#            variables), batchref (of the array that holds name and value:
+#            "free" clears it), firstline (file_read_firstline's $/)
 #   kind     of the value passed: plain, cow (shares a buffer by
 #            copy-on-write), const (a read-only literal), capture ($1),
 #            errno ($!), tied, shared (threads::shared), overloaded, ook (a
@@ -44,7 +46,7 @@ my $OLD = "old contents\n";
 my $WIDE = "\x{263a}";
 my $WIDE_BYTES = do { my $b = $WIDE; utf8::encode($b); $b };
 
-my @APIS    = qw(fsc ors print printf write batch);
+my @APIS    = qw(fsc ors print printf write batch batchref);
 my @KINDS   = (qw(plain cow const capture errno tied), ($HAVE_THREADS ? 'shared' : ()),
                qw(overloaded ook large));
 my @SITES   = qw(eintr warn overload);
@@ -161,7 +163,7 @@ sub run_case {
     my $wide_value = $site eq 'warn' && $api eq 'write';
     my $format = $site eq 'warn' && $api eq 'printf' ? "%s$WIDE" : '%s';
     my ($expr, $value) = setup_value($kind, $wide_value);
-    my $ors = $api eq 'ors' ? 'the ors' . ($site eq 'warn' ? $WIDE : '') : $site eq 'warn' && $api =~ /^(?:fsc|batch|print)$/ ? $WIDE : undef;
+    my $ors = $api eq 'ors' ? 'the ors' . ($site eq 'warn' ? $WIDE : '') : $site eq 'warn' && $api =~ /^(?:fsc|batch|batchref|print)$/ ? $WIDE : undef;
     my $prefix = $api =~ /^(?:print|printf)$/ && $site eq 'overload' ? 'obj' : '';
     my $expect = $prefix . bytes_of($value . ($format eq '%s' ? '' : $WIDE)) . (defined $ors ? bytes_of($ors) : '');
 
@@ -185,6 +187,7 @@ sub run_case {
         fsc    => "file_set_contents(\$fname, $expr)",
         ors    => "file_set_contents(\$fname, $expr)",
         batch  => "sub { file_set_contents_many(\\\@_) }->(\$fname, $expr)",
+        batchref => ($expr eq '$A[1]' ? '' : "\$A[1] = $expr; ") . "\$A[0] = \$fname; file_set_contents_many(\\\@A)",
         print  => ($prefix ? "\$W->print(\$obj, $expr); \$W->commit" : "\$W->print($expr); \$W->commit"),
         printf => ($prefix ? "\$W->printf('%s%s', \$obj, $expr); \$W->commit"
                            : "\$W->printf(\$format, $expr); \$W->commit"),
