@@ -55,17 +55,37 @@ bool ffxs_safe_path(pTHX_ SV *path, const char *op);
 /* A private copy of an argument (its get-magic already run), taken once
  * and owned by the call (mortal): what is written is this value, whatever
  * user code that runs later (signal and __WARN__ handlers, overloads,
- * FETCH) does to the caller's variable - assign, append, free it. perl's
- * copy-on-write shares a plain string's buffer with the copy (no bytes are
- * copied; a later change un-shares on the caller's side); a temporary's
- * buffer is taken over. Copied are strings perl cannot share: one with an
- * offset (OOK), one whose buffer has no room for the share count, a
- * read-only one that is not shared already. */
+ * FETCH) does to the caller's variable - assign, append, free it.
+ *
+ * A plain string (no magic) shares its buffer by perl's copy-on-write: no
+ * byte is copied, and a later change to the caller's variable un-shares it
+ * on the caller's side. The share is made here as sv_setsv makes it (the
+ * share count in the buffer's last byte), but also where sv_setsv would
+ * copy to spare a long-lived copy the string's unused allocation (more than
+ * 80 bytes or half of it: any string built by appending); this copy lives
+ * only for the call. Copied are the values perl cannot share: magical ones
+ * (sv_setsv), a string with an offset (OOK), one whose buffer has no room
+ * for the share count, a read-only one that is not shared already, one
+ * shared 256 times already. */
 PERL_STATIC_INLINE SV *S_snapshot(pTHX_ SV *sv)
 {
     /* a string's type already: sv_setsv need not upgrade it */
     SV *copy = sv_2mortal(newSV_type(SVt_PV));
 
+#if defined(SvCANCOW) && defined(CowREFCNT)
+    if (!SvMAGICAL(sv) && SvPOK(sv) && SvLEN(sv) && SvCANCOW(sv)) {
+        if (!SvIsCOW(sv)) {
+            SvIsCOW_on(sv);
+            CowREFCNT(sv) = 0;          /* 0 means one owner */
+        }
+        CowREFCNT(sv)++;
+        SvPV_set(copy, SvPVX(sv));
+        SvCUR_set(copy, SvCUR(sv));
+        SvLEN_set(copy, SvLEN(sv));
+        SvFLAGS(copy) |= SVf_IsCOW | SVf_POK | SVp_POK | (SvFLAGS(sv) & SVf_UTF8);
+        return copy;
+    }
+#endif
     /* (SV_DO_COW_SVSETSV is 0 outside the core: XS that writes into a
      * buffer without un-sharing it first would break a share. The copy is
      * only ever read, or changed through perl's API.) */
@@ -74,10 +94,14 @@ PERL_STATIC_INLINE SV *S_snapshot(pTHX_ SV *sv)
 }
 #define snapshot(sv) S_snapshot(aTHX_ sv)
 
-/* The snapshot of a file name: a plain string is copied, which costs less
- * than sharing for a string this short. */
+/* The snapshot of a file name: a plain string that cannot be shared is
+ * copied (that is cheaper than sv_setsv for a string this short). */
 PERL_STATIC_INLINE SV *S_name_snapshot(pTHX_ SV *sv)
 {
+#if defined(SvCANCOW) && defined(CowREFCNT)
+    if (!SvMAGICAL(sv) && SvPOK(sv) && SvLEN(sv) && SvCANCOW(sv))
+        return snapshot(sv);
+#endif
     if (SvPOK(sv) && !SvGMAGICAL(sv))
         return sv_2mortal(newSVpvn_flags(SvPVX(sv), SvCUR(sv), SvUTF8(sv)));
     return snapshot(sv);
