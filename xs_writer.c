@@ -30,8 +30,8 @@ struct ff_writer {
     SV *path;             /* the filename as given, for messages */
     IV pid;               /* $$ of the process that made the temp */
     int state;            /* FF_W_*, an int for SAVEINT */
-    int calls;            /* methods running (user code may call DESTROY) */
     bool force_utf8;
+    bool destroyed;       /* DESTROY was called: no writer any more */
 };
 
 static int S_writer_free(pTHX_ SV *sv, MAGIC *mg);
@@ -49,7 +49,7 @@ struct ff_writer *ffxs_writer_fetch(pTHX_ SV *self)
 
     if (SvROK(self) && mg_findext(SvRV(self), PERL_MAGIC_ext, &writer_tag))
         w = INT2PTR(struct ff_writer *, SvIVX(SvRV(self)));
-    if (!w)
+    if (!w || w->destroyed)
         croak(FF_WRITER_CLASS ": not a writer object\n");
     return w;
 }
@@ -79,8 +79,6 @@ static void S_writer_own_process(pTHX_ const struct ff_writer *w)
 static void S_writer_hold(pTHX_ struct ff_writer *w)
 {
     hold_in_scope(w->self);
-    SAVEINT(w->calls);
-    w->calls++;
     writer_usable(w);
 }
 #define writer_hold(w) S_writer_hold(aTHX_ w)
@@ -386,10 +384,15 @@ void ffxs_writer_destroy(pTHX_ SV *self)
     if (!SvROK(self) || !mg_findext(SvRV(self), PERL_MAGIC_ext, &writer_tag)
         || !(w = INT2PTR(struct ff_writer *, SvIVX(SvRV(self)))))
         return;
-    /* called by hand from user code that one of its methods runs (a signal
-     * handler inside a write, a warning's handler, an overload): the method
-     * goes on, the writer is freed with its object */
-    if (w->calls)
+    /* called by hand from a signal handler inside one of its writes: the
+     * write goes on, the writer is cleaned up when its object is freed */
+    if (w->state == FF_W_BUSY)
         return;
-    S_writer_free_now(aTHX_ SvRV(self));
+    /* The temp goes now; the memory when the object is freed (free magic):
+     * DESTROY called by hand from user code that a method runs (a warning's
+     * handler, an overload) leaves that method a writer that croaks
+     * "already aborted" instead of freed memory. */
+    writer_discard(w);
+    w->state = FF_W_ABORTED;
+    w->destroyed = TRUE;
 }

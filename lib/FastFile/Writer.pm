@@ -342,8 +342,11 @@ retried, so an C<alarm> still fires. A handler that dies aborts the writer
 as for C<file_set_contents>: a handler that frees, assigns or appends to the
 caller's variable, or assigns a new C<$\>, changes nothing already passed to
 the writer, and nothing of the caller's is made read-only. A handler that
-calls C<< $w->DESTROY >> while the writer is inside one of its methods changes
-nothing either: the writer is cleaned up when its object is freed. A child
+calls C<< $w->DESTROY >> while the writer is inside a write changes nothing
+(the writer is cleaned up when its object is freed); called from user code
+that a method runs elsewhere (a warning's handler, an overload), it removes
+the temp and the method dies with C<already aborted>. After C<DESTROY> the
+object is no writer (C<not a writer object>); its memory goes with it. A child
 forked by a handler never touches the temp file (see fork).
 
 =item Memory
