@@ -249,7 +249,7 @@ SKIP: {
 {
     my %setup = (
         fresh    => sub { unlink $_[0] },
-        existing => sub { spew($_[0], 'old') },
+        existing => sub { unlink $_[0]; spew($_[0], 'old') },
         foreign  => sub { unlink $_[0]; spew("$_[0].tmp.$$", 'another writer') },
     );
     for my $case (sort keys %setup) {
