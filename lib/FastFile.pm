@@ -573,11 +573,14 @@ array they are in, or set C<$/> or C<$\>: that changes nothing of what is
 written, and nothing of the caller's is made read-only (a C<__WARN__> logger
 that appends to the buffer being written works, as with the reference).
 The copy costs no copy of the bytes for a plain string: perl's
-copy-on-write shares the caller's buffer, and a later change un-shares it on
-the caller's side. Copied are the values perl cannot share: a string with an
-offset (after C<substr($s, 0, N, '')> or C<s/^...//>), one whose buffer has
-no room for the share count (its allocation ends right after the string),
-a read-only string that is not shared already, and the string forms of
+copy-on-write shares the caller's buffer (also a string built by appending,
+whose allocation has room to spare, which perl's own C<$x = $y> would copy),
+and a later change un-shares it on the caller's side. Copied are: a string
+with an offset (after C<substr($s, 0, N, '')> or C<s/^...//>), one whose
+buffer has no room for the share count (its allocation ends right after the
+string), a read-only string that is not shared already, one shared 256 times
+already; magical values (tied, C<$1>, C<$!>, C<threads::shared>, tainted)
+unless perl's own C<$x = $y> would share them; and the string forms of
 numbers and references (overloading runs once, on the copy). A handler that
 dies leaves the old file, no temporary file and no descriptor or memory of the
 call. A child forked by a handler never removes or writes to its parent's
