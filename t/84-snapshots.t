@@ -42,6 +42,22 @@ for my $name (grep { !m{/eintr/} } @run) {
     is(run_case($name, fresh()), '', $name);
 }
 
+# The same tied scalar for three files of a batch: FETCH runs once for each,
+# in order, and each file has the value its FETCH gave (each is a snapshot
+# of its own; the read-only hold pointed all three into the one scalar's
+# buffer, which each FETCH replaced).
+{
+    package Counting { sub TIESCALAR { bless { n => 0 }, shift } sub FETCH { 'value ' . ++$_[0]{n} . ' ' . ('x' x (1000 * $_[0]{n})) } }
+    my $d = fresh();
+    tie my $t, 'Counting';
+    is(file_set_contents_many([ "$d/1", $t, "$d/2", $t, "$d/3", $t ]), 3, 'a batch of one tied scalar thrice: 3 written');
+    for my $i (1 .. 3) {
+        open my $fh, '<', "$d/$i" or die "$d/$i: $!";
+        my $got = do { local $/; <$fh> };
+        is($got, "value $i " . ('x' x (1000 * $i)), "... file $i has what FETCH $i gave");
+    }
+}
+
 # ------------------------------------------------------------ no copy
 
 # The snapshot of a plain string shares its buffer: a 32 MiB string built by
