@@ -18,7 +18,7 @@
 static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force)
 {
     const char *op = "file_set_contents";
-    SV *path, *owner, *ors_owner = NULL;
+    SV *path, *ors_sv = NULL;
     const char *buf, *ors = "";
     STRLEN len, ors_len = 0;
     bool force_utf8 = FALSE;
@@ -27,19 +27,30 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
     struct ff_eintr intr;
     struct ff_guard guard;
     IV pid;
-    int err;
+    int err, wrote;
 
     /* The scope is this function's own: its cleanups may point into this
      * frame, so they must run before it returns. */
     ENTER;
-    /* every argument's get-magic runs once, before anything else happens */
+    /* As the reference's my (...) = @_: each argument's get-magic once, in
+     * order, into a snapshot, before any user code (overloading) can run;
+     * then $\. From here nothing of the caller's is used. */
     SvGETMAGIC(filename);
-    if (data)
+    filename = name_snapshot(filename);
+    if (data) {
         SvGETMAGIC(data);
-    if (perm)
+        data = snapshot(data);
+    }
+    if (perm) {
         SvGETMAGIC(perm);
-    if (force)
+        perm = snapshot(perm);
+    }
+    if (force) {
         SvGETMAGIC(force);
+        force = snapshot(force);
+    }
+    if (PL_ors_sv && SvOK(PL_ors_sv))
+        ors_sv = snapshot(PL_ors_sv);
 
     path = path_arg(filename, op);
     Zero(&opt, 1, struct ff_options);
@@ -55,43 +66,38 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
                 TAINT;
                 taint_proper(NULL, op);
             }
-            opt.perm = (mode_t)(SvIOK(perm) && !SvGMAGICAL(perm) ? SvIVX(perm)   /* exact */
-                                : I_V(number_arg(perm, op)));
+            opt.perm = (mode_t)(SvIOK(perm) ? SvIVX(perm) : I_V(number_arg(perm, op)));
         }
         force_utf8 = force && SvTRUE_nomg(force);
     }
-    buf = payload(data, force_utf8, &len, &owner, op);
-    if (owner)      /* signal handlers run during the write */
-        hold_in_scope(owner);
+    buf = payload(data, force_utf8, &len, op);
     /* $\ : the reference prints the data, so print appends it (not to an
-     * encoded copy). Held: a handler that sets $\ frees the old one. */
-    if (!force_utf8 && PL_ors_sv && SvOK(PL_ors_sv)) {
-        ors = payload(PL_ors_sv, FALSE, &ors_len, &ors_owner, op);
-        if (ors_owner)
-            hold_in_scope(ors_owner);
-    }
+     * encoded copy) */
+    if (ors_sv && !force_utf8)
+        ors = payload(ors_sv, FALSE, &ors_len, op);
 
     pid = dollar_pid();
-    guard.data = owner;
     guard.atomic = a;
     guard.pid = pid;
     guard.forked = FALSE;
     guard.reading = FALSE;
     intr.fn = ffxs_on_eintr;
     intr.ctx = &guard;
-    if (!start_write(a, path, &opt, &intr, pid, op, buf, len, ors, ors_len)) {
-        LEAVE;
-        return 0;
+    wrote = start_write(a, path, &opt, &intr, pid, op, buf, len, ors, ors_len);
+    if (wrote) {
+        a->step = FF_STEP_WRITE;
+        err = ff_write_tail_all(a->fd, buf, len, ors, ors_len, &intr);
+        if (err)
+            croak_step(a, err, path);
+        err = ff_atomic_commit(a);
+        if (err)
+            croak_step(a, err, path);
     }
-    a->step = FF_STEP_WRITE;
-    err = ff_write_tail_all(a->fd, buf, len, ors, ors_len, &intr);
-    if (err)
-        croak_step(a, err, path);
-    err = ff_atomic_commit(a);
-    if (err)
-        croak_step(a, err, path);
     LEAVE;
-    return 1;
+    /* $! as the reference leaves it: its sysopen's ENOTTY (perl asks
+     * isatty), cleared by syswrite when there were bytes to write */
+    SETERRNO(len + ors_len ? 0 : ENOTTY, 0);
+    return wrote;
 }
 #define file_set_contents(filename, data, perm, force) \
     S_file_set_contents(aTHX_ filename, data, perm, force)
@@ -118,14 +124,18 @@ static SV *S_file_get_contents(pTHX_ SV *filename, SV *max_arg)
     SV *path, *content;
     size_t max = FF_DEFAULT_MAX, size, cap, total = 0, got;
     /* a child forked by a handler may not read on from the shared offset */
-    struct ff_guard guard = { NULL, NULL, 0, FALSE, TRUE };
+    struct ff_guard guard = { NULL, 0, FALSE, TRUE };
     struct ff_eintr intr = { ffxs_on_eintr, &guard };
     int fd = -1, err;
 
     ENTER;   /* closes fd when this function returns or croaks */
+    /* snapshots, before user code (overloading) runs, as in file_set_contents */
     SvGETMAGIC(filename);
-    if (max_arg)
+    filename = name_snapshot(filename);
+    if (max_arg) {
         SvGETMAGIC(max_arg);
+        max_arg = snapshot(max_arg);
+    }
     path = path_arg(filename, NULL);
     if (max_arg && SvTRUE_nomg(max_arg)) {      /* a false max means the default */
         /* compared as a number, like the reference's "$total > $max": a
@@ -171,6 +181,7 @@ static SV *S_file_get_contents(pTHX_ SV *filename, SV *max_arg)
     if (TAINTING_get)
         SvTAINTED_on(content);
     LEAVE;
+    SETERRNO(0, 0);             /* as the reference's last sysread leaves it */
     return content;
 }
 #define file_get_contents(filename, max_arg) S_file_get_contents(aTHX_ filename, max_arg)
@@ -203,10 +214,12 @@ static size_t record_end(SV *rs, const char *sep, STRLEN sep_len, const char *bu
 }
 
 /* The first record of fd under $/ when it is not "\n" (undef, '', \N, any
- * string), chomped: what the reference's <$fh> + chomp give. */
+ * string), chomped: what the reference's <$fh> + chomp give (no chomp for
+ * a record "0": its `chomp $res if $res`). $/ is taken once, on entry: a
+ * signal handler that assigns to it frees the SV perl keeps it in. */
 static SV *S_read_record(pTHX_ int fd, SV *path, const struct ff_eintr *intr)
 {
-    SV *rs = PL_rs, *line, *sep_sv = NULL;
+    SV *rs = sv_mortalcopy_flags(PL_rs, 0), *line, *sep_sv = NULL;
     const char *sep = NULL;
     STRLEN sep_len = 0;
     size_t cap = FF_LINE_BLOCK, total = 0, begin = 0, end = 0, got;
@@ -218,7 +231,7 @@ static SV *S_read_record(pTHX_ int fd, SV *path, const struct ff_eintr *intr)
         if (cap > sep_len)
             cap = sep_len;
     } else if (SvOK(rs)) {
-        sep_sv = sv_mortalcopy(rs);
+        sep_sv = rs;
         if (!sv_utf8_downgrade(sep_sv, TRUE))       /* the file is read as bytes */
             croak("Wide character in $/");
         sep = SvPV_const(sep_sv, sep_len);
@@ -228,16 +241,20 @@ static SV *S_read_record(pTHX_ int fd, SV *path, const struct ff_eintr *intr)
         size_t scanned = total;
 
         err = ff_read_some(fd, SvPVX(line) + total, cap - total, &got, intr);
-        if (err == EISDIR)
+        if (err == EISDIR) {
+            SETERRNO(EISDIR, 0);        /* $! as the reference leaves it */
             return NULL;
+        }
         if (err)
             croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(path));
         if (got == 0)
             break;
         total += got;
         end = record_end(rs, sep, sep_len, SvPVX(line), &begin, scanned, total);
-        if (end)
+        if (end) {
+            SETERRNO(ENOTTY, 0);        /* see file_read_firstline */
             break;
+        }
         if (total == cap) {
             cap *= 2;
             SvGROW(line, cap + 1);
@@ -250,7 +267,7 @@ static SV *S_read_record(pTHX_ int fd, SV *path, const struct ff_eintr *intr)
     /* (undef: an empty file reads as "", once, as readline gives it) */
     /* chomp: paragraph mode removes every trailing newline, a string its
      * one separator, undef and \N nothing */
-    if (SvOK(rs) && !SvROK(rs)) {
+    if (SvOK(rs) && !SvROK(rs) && !(end - begin == 1 && SvPVX(line)[begin] == '0')) {
         if (sep_len == 0) {
             while (end > begin && SvPVX(line)[end - 1] == '\n')
                 end--;
@@ -278,8 +295,10 @@ static SV *S_read_line(pTHX_ int fd, SV *path, const struct ff_eintr *intr)
         char *nl;
 
         err = ff_read_some(fd, SvPVX(line) + total, cap - total, &got, intr);
-        if (err == EISDIR)
+        if (err == EISDIR) {
+            SETERRNO(EISDIR, 0);        /* $! as the reference leaves it */
             return NULL;
+        }
         if (err)
             croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(path));
         if (got == 0) {
@@ -291,6 +310,7 @@ static SV *S_read_line(pTHX_ int fd, SV *path, const struct ff_eintr *intr)
         total += got;
         if (nl) {
             total = (size_t)(nl - SvPVX(line));  /* chomp: the line without "\n" */
+            SETERRNO(ENOTTY, 0);                 /* see file_read_firstline */
             break;
         }
         if (total == cap) {                      /* a long line: keep reading */
@@ -308,15 +328,18 @@ static SV *S_file_read_firstline(pTHX_ SV *filename)
     const char *op = "file_read_firstline";
     SV *path, *line;
     /* a child forked by a handler may not read on from the shared offset */
-    struct ff_guard guard = { NULL, NULL, 0, FALSE, TRUE };
+    struct ff_guard guard = { NULL, 0, FALSE, TRUE };
     struct ff_eintr intr = { ffxs_on_eintr, &guard };
     int fd = -1, err;
 
     ENTER;   /* closes fd when this function returns or croaks */
-    SvGETMAGIC(filename);
+    if (filename) {
+        SvGETMAGIC(filename);
+        filename = name_snapshot(filename);
+    }
     /* no name: undef, as the reference's open of it fails */
-    if (!SvOK(filename) || (SvPOKp(filename) && SvCUR(filename) == 0)) {
-        if (!SvOK(filename))
+    if (!filename || !SvOK(filename) || (SvPOKp(filename) && SvCUR(filename) == 0)) {
+        if (!filename || !SvOK(filename))
             warn_soft(packWARN(WARN_UNINITIALIZED), FALSE, "Use of uninitialized value in %s", op);
         LEAVE;
         SETERRNO(ENOENT, LIB_INVARG);
@@ -337,11 +360,16 @@ static SV *S_file_read_firstline(pTHX_ SV *filename)
         croak_errno(err, "file '%" SVf "' exists but open for reading failed - ", SVfARG(path));
 
     /* NULL: an empty file, or a directory (the reference reads nothing
-     * from it; $! stays EISDIR) */
+     * from it; $! stays EISDIR). $! as the reference's readline leaves it:
+     * its open's ENOTTY (perl asks isatty) when the record ended before the
+     * end of the file, 0 when the read reached it; the readers set it. */
+    SETERRNO(0, 0);
     line = SvPOK(PL_rs) && SvCUR(PL_rs) == 1 && *SvPVX(PL_rs) == '\n'
                ? read_line(fd, path, &intr)
                : read_record(fd, path, &intr);
+    err = errno;
     LEAVE;
+    SETERRNO(err, 0);
     if (!line)
         return &PL_sv_undef;
     *SvEND(line) = '\0';
@@ -373,7 +401,7 @@ file_get_contents(SV *filename, SV *max = NULL, ...)
     XPUSHs(content);
 
 void
-file_read_firstline(SV *filename, ...)
+file_read_firstline(SV *filename = NULL, ...)
   PREINIT:
     SV *line;
   PPCODE:

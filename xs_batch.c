@@ -26,19 +26,6 @@ static void S_batch_discard(pTHX_ void *batch)
     ff_batch_discard(b);
 }
 
-/* The data SV whose buffer is written from: kept alive and read-only until
- * the call's scope is left, so user code that runs meanwhile (a warning
- * handler while a later file's data is read, a signal handler on EINTR)
- * can neither free nor move the buffer. */
-static void S_batch_hold(pTHX_ SV *owner)
-{
-    if (!owner)
-        return;
-    hold_in_scope(owner);
-    readonly_in_scope(owner);
-}
-#define batch_hold(owner) S_batch_hold(aTHX_ owner)
-
 /* Croak for a directory that failed: "unable to open directory 'D' - $!",
  * after "file_set_contents_many: replaced 'A', then " when targets were. */
 static void S_dir_croak(pTHX_ const struct ff_batch *b, int err, SV **paths, SV *replaced)
@@ -105,12 +92,12 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
     const char *op = "file_set_contents_many";
     struct ff_options opt;
     struct ff_batch batch, *b = &batch;   /* this frame outlives its LEAVE */
-    /* the data is held read-only throughout; the guard only stops a child
-     * forked by a handler from going on with this batch */
-    struct ff_guard guard = { NULL, NULL, 0, FALSE, FALSE };
+    /* what is written are snapshots; the guard only stops a child forked
+     * by a handler from going on with this batch */
+    struct ff_guard guard = { NULL, 0, FALSE, FALSE };
     struct ff_eintr intr = { ffxs_on_eintr, &guard };
     bool force_utf8 = FALSE;
-    SV **paths, *ors_owner = NULL;
+    SV **paths, **datas, *ors_sv = NULL;
     AV *av;
     SSize_t npairs, i;
     IV pid, written;
@@ -118,12 +105,14 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
 
     ENTER;
     SvGETMAGIC(list);
-    if (opts)
+    list = snapshot(list);          /* holds the array */
+    if (opts) {
         SvGETMAGIC(opts);
+        opts = snapshot(opts);
+    }
     if (!SvROK(list) || SvTYPE(SvRV(list)) != SVt_PVAV)
         croak("file_set_contents_many: expects an array reference of file => data pairs\n");
     av = (AV *)SvRV(list);
-    hold_in_scope((SV *)av);
     if ((av_top_index(av) + 1) % 2)
         croak("file_set_contents_many: odd number of elements: expects file => data pairs\n");
     npairs = (av_top_index(av) + 1) / 2;
@@ -142,27 +131,36 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
     SAVEDESTRUCTOR_X(S_batch_discard, b);
     if (err)
         croak_errno(err, "file_set_contents_many: ");
-    /* $\ after each file's data, as file_set_contents appends it. Held: a
-     * handler that sets $\ frees the old one. */
-    if (!force_utf8 && PL_ors_sv && SvOK(PL_ors_sv)) {
-        b->tail = payload(PL_ors_sv, FALSE, &b->tail_len, &ors_owner, op);
-        if (ors_owner)
-            hold_in_scope(ors_owner);
-    }
-    Newx(paths, npairs ? npairs : 1, SV *);
+    /* $\ after each file's data, as file_set_contents appends it */
+    if (!force_utf8 && PL_ors_sv && SvOK(PL_ors_sv))
+        ors_sv = snapshot(PL_ors_sv);
+    /* Every name and data: get-magic once each, in order, into a snapshot,
+     * before user code (overloading, warnings) runs for any of them; a
+     * FETCH that shrinks the array leaves the elements gone undef. */
+    Newx(paths, 2 * npairs + 1, SV *);
     SAVEFREEPV(paths);
+    datas = paths + npairs;
+    for (i = 0; i < 2 * npairs; i++) {
+        SV **elem = av_fetch(av, i, 0);
+        SV *sv = NULL;
+
+        if (elem) {
+            SvGETMAGIC(*elem);
+            sv = i % 2 ? snapshot(*elem) : name_snapshot(*elem);
+        }
+        if (i % 2)
+            datas[i / 2] = sv;
+        else
+            paths[i / 2] = sv ? sv : &PL_sv_undef;
+    }
+    if (ors_sv)
+        b->tail = payload(ors_sv, FALSE, &b->tail_len, op);
     for (i = 0; i < npairs; i++) {
-        SV **name = av_fetch(av, 2 * i, 0), **data = av_fetch(av, 2 * i + 1, 0);
-        SV *filename = name ? *name : &PL_sv_undef, *owner;
         const char *buf;
         STRLEN len;
 
-        SvGETMAGIC(filename);
-        paths[i] = path_arg(filename, op);
-        if (data)
-            SvGETMAGIC(*data);
-        buf = payload(data ? *data : NULL, force_utf8, &len, &owner, op);
-        batch_hold(owner);
+        paths[i] = path_arg(paths[i], op);
+        buf = payload(datas[i], force_utf8, &len, op);
         croak_unless_safe(paths[i], op, pid);
         err = ff_batch_add(b, SvPVX(paths[i]), buf, len);
         if (err)
@@ -174,5 +172,6 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
         batch_croak(b, err, paths);
     written = (IV)b->written;
     LEAVE;
+    SETERRNO(0, 0);             /* as file_set_contents leaves it (data written) */
     return written;
 }

@@ -47,21 +47,45 @@ void ffxs_warn_soft(pTHX_ U32 cat, bool dflt, const char *fmt, ...)
     warn_sv(msg);    /* unlike Perl_warner, never dies for FATAL */
 }
 
-/* sv itself when it has a string form, else a mortal copy of it to be
- * stringified: perl caches a number's (or a tied value's) string form in
- * the SV, and the caller's scalar must keep its type (JSON encoders look at
- * its flags). Its get-magic has run. */
-static SV *S_stringable(pTHX_ SV *sv)
+/* A plain number (no string form yet) formatted in place, with PL_curcop
+ * pointing to a COP without hints and PL_hints cleared while perl formats
+ * it: perl decides on `use locale` by those two (IN_LC), and the reference
+ * formats in its own scope, which has none. No user code, warning or croak
+ * can happen in between, so both are put back directly. */
+static void S_stringify_number(pTHX_ SV *sv)
 {
-    SV *copy;
+    COP *cop = PL_curcop, plain;
+    U32 hints = PL_hints;
+
+    Zero(&plain, 1, COP);
+    PL_curcop = &plain;
+    PL_hints = 0;
+    (void)SvPV_nomg_nolen(sv);
+    PL_curcop = cop;
+    PL_hints = hints;
+    /* perl leaves a number's string form uncached where the locale could
+     * change it: this one is final, or the next SvPV would format it again
+     * in the caller's locale */
+    SvPOK_on(sv);
+}
+
+SV *ffxs_stringified(pTHX_ SV *sv)
+{
+    SV *str;
 
     if (SvPOKp(sv))
         return sv;
-    copy = sv_newmortal();
-    sv_setsv_nomg(copy, sv);
-    return copy;
+    if (!SvROK(sv)) {
+        if (SvNOKp(sv))
+            S_stringify_number(aTHX_ sv);
+        else
+            (void)SvPV_nomg_nolen(sv);
+        return sv;
+    }
+    str = sv_newmortal();          /* overloading's result, or "HASH(0x...)" */
+    sv_copypv_nomg(str, sv);
+    return str;
 }
-#define stringable(sv) S_stringable(aTHX_ sv)
 
 NV ffxs_number_arg(pTHX_ SV *sv, const char *op)
 {
@@ -102,18 +126,16 @@ void ffxs_croak_unless_safe(pTHX_ SV *path, const char *op, IV pid)
         croak_errno(ENOENT, "unable to open file '%" SVf ".tmp.%" IVdf "' - ", SVfARG(path), pid);
 }
 
-const char *ffxs_payload(pTHX_ SV *data, bool force_utf8, STRLEN *len, SV **owner,
-                         const char *op)
+const char *ffxs_payload(pTHX_ SV *data, bool force_utf8, STRLEN *len, const char *op)
 {
     const char *pv;
 
-    *owner = NULL;
     if (!data || !SvOK(data)) {
         warn_soft(packWARN(WARN_UNINITIALIZED), FALSE, "Use of uninitialized value in %s", op);
         *len = 0;
         return "";
     }
-    data = stringable(data);
+    data = stringified(data);
     pv = SvPV_nomg_const(data, *len);
     if (SvUTF8(data)) {
         if (!force_utf8 && !is_utf8_invariant_string((const U8 *)pv, *len)) {
@@ -126,19 +148,15 @@ const char *ffxs_payload(pTHX_ SV *data, bool force_utf8, STRLEN *len, SV **owne
                 *len = bytes_len;
                 return (const char *)bytes;
             }
-            /* wide characters: written as UTF-8, as print does */
-            hold_in_scope(data);
-            ENTER;
-            readonly_in_scope(data);
+            /* wide characters: written as UTF-8, as print does (the
+             * warning's handler cannot reach data, a snapshot) */
             warn_soft(packWARN(WARN_UTF8), TRUE, "Wide character in %s", op);
-            LEAVE;
         }
     } else if (force_utf8 && !is_utf8_invariant_string((const U8 *)pv, *len)) {
         U8 *utf8 = bytes_to_utf8((const U8 *)pv, len);   /* Latin-1 -> UTF-8 */
         SAVEFREEPV(utf8);
         return (const char *)utf8;
     }
-    *owner = data;
     return pv;
 }
 
@@ -169,8 +187,6 @@ int ffxs_on_eintr(void *ctx)
         if (!g->pid)
             g->pid = dollar_pid();
         SAVEDESTRUCTOR_X(S_handlers_done, g);
-        if (g->data)
-            readonly_in_scope(g->data);
     }
     PERL_ASYNC_CHECK();
     LEAVE;
@@ -232,21 +248,20 @@ void ffxs_croak_step(pTHX_ const struct ff_atomic *a, int err, SV *path)
 #undef TEMP
 }
 
-SV *ffxs_path_arg(pTHX_ SV *filename, const char *write_op)
+SV *ffxs_path_arg(pTHX_ SV *name, const char *write_op)
 {
-    const char *pv;
-    STRLEN len;
+    SV *path;
 
-    if (!SvOK(filename))
+    if (!SvOK(name))
         croak("file name is undefined or empty\n");
-    pv = SvPV_nomg_const(stringable(filename), len);
-    if (len == 0)
+    path = stringified(name);
+    if (SvCUR(path) == 0)
         croak("file name is undefined or empty\n");
-    if (write_op && SvTAINTED(filename)) {
+    if (write_op && SvTAINTED(name)) {
         TAINT;
         taint_proper(NULL, write_op);
     }
-    return sv_2mortal(newSVpvn_flags(pv, len, SvUTF8(filename)));
+    return path;
 }
 
 /* A boolean option's value: anything but a reference. */

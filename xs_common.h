@@ -52,13 +52,76 @@ NV ffxs_number_arg(pTHX_ SV *sv, const char *op);
 bool ffxs_safe_path(pTHX_ SV *path, const char *op);
 #define safe_path(path, op) ffxs_safe_path(aTHX_ path, op)
 
-/* The filename argument (its get-magic already run) as a private copy:
- * user code that runs later (overload, tie, signal handlers) cannot free it.
- * Croaks for undef and "". For a file to be written, write_op names the
- * function, and a tainted name is refused under -T, as the reference's
- * sysopen refuses it; NULL for a file to be read. */
-SV *ffxs_path_arg(pTHX_ SV *filename, const char *write_op);
-#define path_arg(filename, write_op) ffxs_path_arg(aTHX_ filename, write_op)
+/* A private copy of an argument (its get-magic already run), taken once
+ * and owned by the call (mortal): what is written is this value, whatever
+ * user code that runs later (signal and __WARN__ handlers, overloads,
+ * FETCH) does to the caller's variable - assign, append, free it.
+ *
+ * A plain string (no magic) shares its buffer by perl's copy-on-write: no
+ * byte is copied, and a later change to the caller's variable un-shares it
+ * on the caller's side. The share is made here as sv_setsv makes it (the
+ * share count in the buffer's last byte), but also where sv_setsv would
+ * copy to spare a long-lived copy the string's unused allocation (more than
+ * 80 bytes or half of it: any string built by appending); this copy lives
+ * only for the call. Copied are the values perl cannot share: magical ones
+ * (sv_setsv), a string with an offset (OOK), one whose buffer has no room
+ * for the share count, a read-only one that is not shared already, one
+ * shared 256 times already. */
+PERL_STATIC_INLINE SV *S_snapshot(pTHX_ SV *sv)
+{
+    /* a string's type already: sv_setsv need not upgrade it */
+    SV *copy = sv_2mortal(newSV_type(SVt_PV));
+
+#if defined(SvCANCOW) && defined(CowREFCNT)
+    if (!SvMAGICAL(sv) && SvPOK(sv) && SvLEN(sv) && SvCANCOW(sv)) {
+        if (!SvIsCOW(sv)) {
+            SvIsCOW_on(sv);
+            CowREFCNT(sv) = 0;          /* 0 means one owner */
+        }
+        CowREFCNT(sv)++;
+        SvPV_set(copy, SvPVX(sv));
+        SvCUR_set(copy, SvCUR(sv));
+        SvLEN_set(copy, SvLEN(sv));
+        SvFLAGS(copy) |= SVf_IsCOW | SVf_POK | SVp_POK | (SvFLAGS(sv) & SVf_UTF8);
+        return copy;
+    }
+#endif
+    /* (SV_DO_COW_SVSETSV is 0 outside the core: XS that writes into a
+     * buffer without un-sharing it first would break a share. The copy is
+     * only ever read, or changed through perl's API.) */
+    sv_setsv_flags(copy, sv, SV_COW_SHARED_HASH_KEYS | SV_COW_OTHER_PVS);
+    return copy;
+}
+#define snapshot(sv) S_snapshot(aTHX_ sv)
+
+/* The snapshot of a file name: a plain string that cannot be shared is
+ * copied (that is cheaper than sv_setsv for a string this short). */
+PERL_STATIC_INLINE SV *S_name_snapshot(pTHX_ SV *sv)
+{
+#if defined(SvCANCOW) && defined(CowREFCNT)
+    if (!SvMAGICAL(sv) && SvPOK(sv) && SvLEN(sv) && SvCANCOW(sv))
+        return snapshot(sv);
+#endif
+    if (SvPOK(sv) && !SvGMAGICAL(sv))
+        return sv_2mortal(newSVpvn_flags(SvPVX(sv), SvCUR(sv), SvUTF8(sv)));
+    return snapshot(sv);
+}
+#define name_snapshot(sv) S_name_snapshot(aTHX_ sv)
+
+/* The string form of a private value (a snapshot): the value itself when
+ * it is a string, else its string form - cached in it, or for a reference
+ * (overloading runs) in a new mortal. A number is formatted as in the
+ * reference's scope, which has no `use locale`: 1.5 is "1.5" even when the
+ * caller's locale has a comma radix. */
+SV *ffxs_stringified(pTHX_ SV *sv);
+#define stringified(sv) (SvPOKp(sv) ? (sv) : ffxs_stringified(aTHX_ sv))
+
+/* The filename as a private string, from its snapshot name (undef and ""
+ * croak). For a file to be written, write_op names the function, and a
+ * tainted name is refused under -T, as the reference's sysopen refuses it;
+ * NULL for a file to be read. */
+SV *ffxs_path_arg(pTHX_ SV *name, const char *write_op);
+#define path_arg(name, write_op) ffxs_path_arg(aTHX_ name, write_op)
 
 /* A path to be written that holds a NUL byte: croak with ENOENT, as open
  * does (after safe_path's warning, whatever its handler did to errno). */
@@ -74,36 +137,20 @@ void ffxs_parse_options(pTHX_ HV *hv, struct ff_options *opt, bool *force_utf8,
 #define parse_options(hv, opt, force_utf8, buffer_size, op) \
     ffxs_parse_options(aTHX_ hv, opt, force_utf8, buffer_size, op)
 
-/* The bytes file_set_contents writes for data (the table in the contract).
- * Returns a pointer into data's own buffer (or a copy's, for a value with
- * no string form) unless new bytes are needed; a converted copy is freed
- * when the caller's scope is left. *owner is set to the SV whose buffer is
- * returned, so it can be held and protected while signal handlers run. op
- * names the function in warnings; a warning handler runs with data held
- * and read-only, so the pointer stays good. */
-const char *ffxs_payload(pTHX_ SV *data, bool force_utf8, STRLEN *len, SV **owner,
-                         const char *op);
-#define payload(data, force_utf8, len, owner, op) \
-    ffxs_payload(aTHX_ data, force_utf8, len, owner, op)
+/* The bytes file_set_contents writes for data, a snapshot (or NULL when
+ * no data was given): the table in the contract. Returns a pointer into
+ * data's own buffer unless new bytes are needed; a converted copy is freed
+ * when the caller's scope is left. op names the function in warnings. */
+const char *ffxs_payload(pTHX_ SV *data, bool force_utf8, STRLEN *len, const char *op);
+#define payload(data, force_utf8, len, op) ffxs_payload(aTHX_ data, force_utf8, len, op)
 
 /* sv kept alive until the current scope is left: user code may drop the
- * caller's last reference to it while we write from its buffer. */
+ * caller's last reference to it while we use it. */
 PERL_STATIC_INLINE void S_hold_in_scope(pTHX_ SV *sv)
 {
     SAVEFREESV(SvREFCNT_inc_simple_NN(sv));
 }
 #define hold_in_scope(sv) S_hold_in_scope(aTHX_ sv)
-
-/* sv read-only until the current scope is left: user code that ran now and
- * changed it could free or move the buffer we point into. */
-PERL_STATIC_INLINE void S_readonly_in_scope(pTHX_ SV *sv)
-{
-    if (!SvREADONLY(sv)) {
-        SAVESETSVFLAGS(sv, SVf_READONLY, 0);
-        SvREADONLY_on(sv);
-    }
-}
-#define readonly_in_scope(sv) S_readonly_in_scope(aTHX_ sv)
 
 /* $$, not getpid(): temp files are named after it. (Not SvIV(get_sv(...)):
  * SvIV evaluates its argument twice, and the lookup is the costly part.) */
@@ -117,7 +164,6 @@ PERL_STATIC_INLINE IV S_dollar_pid(pTHX)
 
 /* What ffxs_on_eintr protects while perl's signal handlers run. */
 struct ff_guard {
-    SV *data;                 /* the SV whose buffer is being written (held), or NULL */
     struct ff_atomic *atomic; /* the replacement being made (NULL: a batch, a read) */
     IV pid;                   /* $$ of the call: a child forked by a handler
                                * must not remove or write to its parent's temp,
@@ -130,10 +176,9 @@ struct ff_guard {
 /* The ff_on_eintr callback (ff_io.h) of every call: EINTR, a short write,
  * or the moment before the rename run perl's pending signal handlers (an
  * alarm must still fire, and before the file is published). ctx is a
- * struct ff_guard. While they run, the SV we
- * are writing from (held by the caller) is read-only: a handler that
- * changed it could free or move the buffer under the write. Returns 1
- * when a signal was pending (ff_io.h bounds the EINTRs that come without). */
+ * struct ff_guard. What is written is a private snapshot (snapshot): the
+ * handlers cannot reach it. Returns 1 when a signal was pending (ff_io.h
+ * bounds the EINTRs that come without). */
 int ffxs_on_eintr(void *ctx);
 
 /* Remove whatever of a is still ours when the current scope is left: on

@@ -24,19 +24,24 @@
 struct ff_writer {
     struct ff_atomic a;   /* temp fd and paths; a.intr is &intr */
     struct ff_eintr intr; /* ctx: &guard */
-    struct ff_guard guard;/* the SV written from, if any, and pid */
+    struct ff_guard guard;/* pid, the replacement */
     struct ff_wbuf wb;    /* the bytes not written yet */
     SV *self;             /* the object's SV (not counted: it owns w) */
     SV *path;             /* the filename as given, for messages */
     IV pid;               /* $$ of the process that made the temp */
     int state;            /* FF_W_*, an int for SAVEINT */
     bool force_utf8;
+    bool destroyed;       /* DESTROY was called: no writer any more */
 };
+
+static int S_writer_free(pTHX_ SV *sv, MAGIC *mg);
 
 /* Tags the SV that holds a writer's address: its identity is this table's
  * address, so no other object passes for a writer, and checking it costs no
- * lookup by class name. */
-static const MGVTBL writer_tag = { NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL };
+ * lookup by class name. Its free callback cleans the writer up when the
+ * object goes, whatever class it is blessed into and whatever that class's
+ * DESTROY does. */
+static const MGVTBL writer_tag = { NULL, NULL, NULL, NULL, S_writer_free, NULL, NULL, NULL };
 
 struct ff_writer *ffxs_writer_fetch(pTHX_ SV *self)
 {
@@ -44,7 +49,7 @@ struct ff_writer *ffxs_writer_fetch(pTHX_ SV *self)
 
     if (SvROK(self) && mg_findext(SvRV(self), PERL_MAGIC_ext, &writer_tag))
         w = INT2PTR(struct ff_writer *, SvIVX(SvRV(self)));
-    if (!w)
+    if (!w || w->destroyed)
         croak(FF_WRITER_CLASS ": not a writer object\n");
     return w;
 }
@@ -90,11 +95,12 @@ static struct ff_atomic disarm(struct ff_atomic *a)
     return ready;
 }
 
-/* One step that writes: append buf[0..n) (from owner's buffer, if owner),
- * or with buf NULL, write the rest and commit. A croak, or a die from a
+/* One step that writes: append buf[0..n) (a snapshot's buffer or a
+ * converted copy: nothing user code can reach), or with buf NULL, write
+ * the rest and commit. A croak, or a die from a
  * signal handler run on EINTR, unwinds through the discard (temp closed and
  * removed) and a SAVEINT that leaves the writer aborted. */
-static void S_writer_step(pTHX_ struct ff_writer *w, const char *buf, size_t n, SV *owner)
+static void S_writer_step(pTHX_ struct ff_writer *w, const char *buf, size_t n)
 {
     struct ff_atomic ready;
     int err;
@@ -105,9 +111,6 @@ static void S_writer_step(pTHX_ struct ff_writer *w, const char *buf, size_t n, 
     SAVEINT(w->state);                  /* left aborted unless it succeeds */
     w->state = FF_W_BUSY;
     discard_at_leave(&w->a);
-    if (owner)      /* held, and read-only while handlers run */
-        hold_in_scope(owner);
-    w->guard.data = owner;
     w->a.step = FF_STEP_WRITE;
     if (buf)
         err = ff_wbuf_append(&w->wb, w->a.fd, buf, n, &w->intr);
@@ -115,7 +118,6 @@ static void S_writer_step(pTHX_ struct ff_writer *w, const char *buf, size_t n, 
         ff_wbuf_free(&w->wb);           /* now: nothing slow after the rename */
         err = ff_atomic_commit(&w->a);
     }
-    w->guard.data = NULL;
     if (err)
         croak_step(&w->a, err, w->path);
     ready = disarm(&w->a);
@@ -123,47 +125,82 @@ static void S_writer_step(pTHX_ struct ff_writer *w, const char *buf, size_t n, 
     w->a = ready;
     w->state = FF_W_OPEN;
 }
-#define writer_step(w, buf, n, owner) S_writer_step(aTHX_ w, buf, n, owner)
+#define writer_step(w, buf, n) S_writer_step(aTHX_ w, buf, n)
 
 /* Append the bytes file_set_contents would write for sv (its get-magic
- * already run); op names the method in warnings. */
+ * already run); op names the method in warnings. A plain byte string
+ * that fits in the buffer (and needs no encoding) is copied at once: no
+ * user code can run before the copy. Anything else is written from a
+ * snapshot: a warning, an overload or a signal handler on EINTR may run
+ * before the bytes are out. */
 static void S_writer_chunk(pTHX_ struct ff_writer *w, SV *sv, const char *op)
 {
-    SV *owner;
     STRLEN n;
-    const char *buf = payload(sv, w->force_utf8, &n, &owner, op);
+    const char *buf;
 
+    writer_usable(w);                   /* user code for an earlier item may have ended it */
+    if (SvPOK(sv) && !SvUTF8(sv) && !w->force_utf8 && !ff_wbuf_fills(&w->wb, SvCUR(sv))
+        && !ff_wbuf_append(&w->wb, w->a.fd, SvPVX(sv), SvCUR(sv), &w->intr))
+        return;
+    buf = payload(snapshot(sv), w->force_utf8, &n, op);
     writer_usable(w);                   /* overloading may have ended it */
     /* the usual case: a copy into the buffer, no write(2), nothing to guard */
     if (!ff_wbuf_fills(&w->wb, n) && !ff_wbuf_append(&w->wb, w->a.fd, buf, n, &w->intr))
         return;
     /* it fills the buffer, or the copy found no memory: the guarded step
      * writes, or tries again and reports it */
-    writer_step(w, buf, n, owner);
+    writer_step(w, buf, n);
 }
 #define writer_chunk(w, sv, op) S_writer_chunk(aTHX_ w, sv, op)
 
-/* ST() reads the stack afresh: user code runs between the items. */
+/* The items ST(1) .. ST(items - 1) kept alive until the scope is left: the
+ * stack does not own them, and user code that runs for one item (FETCH,
+ * overloading, a warning's handler) may free the others (clear the array
+ * they came from). */
+static void S_hold_items(pTHX_ I32 ax, I32 items)
+{
+    I32 i;
+
+    for (i = 1; i < items; i++)
+        hold_in_scope(ST(i));
+}
+#define hold_items(ax, items) S_hold_items(aTHX_ ax, items)
+
+/* The items, $, and $\ are taken on entry: with more than one item, each
+ * into a snapshot (get-magic once each, in order) before user code for any
+ * of them (an overload, a warning's handler, a signal handler while the
+ * buffer is written) could change or free the others; a single item is
+ * copied into the buffer at once, or snapshotted by writer_chunk. */
 void ffxs_writer_print(pTHX_ struct ff_writer *w, I32 ax, I32 items)
 {
     const char *op = FF_WRITER_CLASS "::print";
+    SV *ofs = GvSV(PL_ofsgv), *ors = NULL;
     I32 i;
 
     ENTER;
     writer_hold(w);
-    for (i = 1; i < items; i++) {
-        SV *ofs = i > 1 ? GvSV(PL_ofsgv) : NULL;     /* $, : read afresh, as print does */
-
-        if (ofs && (SvGMAGICAL(ofs) || SvOK(ofs))) {
-            SvGETMAGIC(ofs);
-            if (SvOK(ofs))
-                writer_chunk(w, ofs, op);
+    if (items > 2) {
+        hold_items(ax, items);
+        for (i = 1; i < items; i++) {
+            SvGETMAGIC(ST(i));
+            ST(i) = snapshot(ST(i));
         }
-        SvGETMAGIC(ST(i));
-        writer_chunk(w, ST(i), op);
+        if (ofs) {
+            SvGETMAGIC(ofs);
+            ofs = SvOK(ofs) ? snapshot(ofs) : NULL;
+        }
+    } else if (items == 2) {
+        SvGETMAGIC(ST(1));
     }
     if (PL_ors_sv && SvOK(PL_ors_sv))                /* $\ */
-        writer_chunk(w, PL_ors_sv, op);
+        ors = snapshot(PL_ors_sv);
+    for (i = 1; i < items; i++) {
+        if (i > 1 && ofs)
+            writer_chunk(w, ofs, op);
+        writer_chunk(w, ST(i), op);
+    }
+    if (ors)
+        writer_chunk(w, ors, op);
     LEAVE;
 }
 
@@ -178,7 +215,8 @@ void ffxs_writer_printf(pTHX_ struct ff_writer *w, I32 ax, I32 items)
     writer_hold(w);
     if (items < 2)
         croak("Usage: " FF_WRITER_CLASS "::printf(self, format, ...)");
-    /* formatted from copies (get-magic once each): sprintf would cache
+    hold_items(ax, items);
+    /* formatted from snapshots (get-magic once each): sprintf would cache
      * string and number forms in the caller's scalars */
     for (i = 1; i < items; i++)
         ST(i) = sv_mortalcopy(ST(i));
@@ -243,15 +281,19 @@ SV *ffxs_writer_new(pTHX_ SV *klass, SV *filename, SV *opts)
     size_t size = FF_WRITER_DEFAULT_SIZE;
 
     ENTER;
+    /* snapshots, before user code (overloading) runs */
     SvGETMAGIC(filename);
-    if (opts)
+    filename = name_snapshot(filename);
+    if (opts) {
         SvGETMAGIC(opts);
+        opts = snapshot(opts);
+    }
     path = path_arg(filename, FF_WRITER_CLASS "->new");
     writer_options(opts, &opt, &force_utf8, &size);
     stash = SvROK(klass) && SvOBJECT(SvRV(klass)) ? SvSTASH(SvRV(klass))
                                                  : gv_stashsv(klass, GV_ADD);
 
-    /* From here the object owns w: a croak frees it through DESTROY, after
+    /* From here the object owns w: a croak frees it (its free magic), after
      * the discard (the savestack, not the tmps stack: die frees mortals first). */
     Newxz(w, 1, struct ff_writer);
     w->a.fd = -1;
@@ -283,7 +325,7 @@ void ffxs_writer_commit(pTHX_ struct ff_writer *w)
 {
     ENTER;
     writer_hold(w);
-    writer_step(w, NULL, 0, NULL);
+    writer_step(w, NULL, 0);
     w->state = FF_W_COMMITTED;
     ff_atomic_discard(&w->a);   /* only the paths are left to free */
     ff_wbuf_free(&w->wb);
@@ -312,6 +354,29 @@ bool ffxs_writer_abort(pTHX_ struct ff_writer *w)
     return TRUE;
 }
 
+/* Free the writer behind the object's SV sv (its temp removed unless
+ * committed) and leave sv holding none. */
+static void S_writer_free_now(pTHX_ SV *sv)
+{
+    struct ff_writer *w = INT2PTR(struct ff_writer *, SvIVX(sv));
+
+    if (!w)
+        return;
+    SvIV_set(sv, 0);
+    writer_discard(w);
+    SvREFCNT_dec(w->path);
+    Safefree(w);
+}
+
+/* writer_tag's free callback: the object's SV is being freed. (Never while
+ * busy: the methods hold the object while they run.) */
+static int S_writer_free(pTHX_ SV *sv, MAGIC *mg)
+{
+    PERL_UNUSED_ARG(mg);
+    S_writer_free_now(aTHX_ sv);
+    return 0;
+}
+
 void ffxs_writer_destroy(pTHX_ SV *self)
 {
     struct ff_writer *w;
@@ -319,8 +384,15 @@ void ffxs_writer_destroy(pTHX_ SV *self)
     if (!SvROK(self) || !mg_findext(SvRV(self), PERL_MAGIC_ext, &writer_tag)
         || !(w = INT2PTR(struct ff_writer *, SvIVX(SvRV(self)))))
         return;
-    SvIV_set(SvRV(self), 0);
+    /* called by hand from a signal handler inside one of its writes: the
+     * write goes on, the writer is cleaned up when its object is freed */
+    if (w->state == FF_W_BUSY)
+        return;
+    /* The temp goes now; the memory when the object is freed (free magic):
+     * DESTROY called by hand from user code that a method runs (a warning's
+     * handler, an overload) leaves that method a writer that croaks
+     * "already aborted" instead of freed memory. */
     writer_discard(w);
-    SvREFCNT_dec(w->path);
-    Safefree(w);
+    w->state = FF_W_ABORTED;
+    w->destroyed = TRUE;
 }

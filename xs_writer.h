@@ -45,7 +45,11 @@ void ffxs_writer_commit(pTHX_ struct ff_writer *w);
 bool ffxs_writer_abort(pTHX_ struct ff_writer *w);
 #define writer_abort(w) ffxs_writer_abort(aTHX_ w)
 
-/* DESTROY: an uncommitted temp is removed. Quiet on anything but a writer. */
+/* DESTROY: an uncommitted temp is removed and the object is no writer any
+ * more; its memory goes with the object (free magic, which also cleans up
+ * whatever class the object is in). Quiet on anything but a writer; does
+ * nothing while the writer is inside one of its writes (a signal handler's
+ * call). */
 void ffxs_writer_destroy(pTHX_ SV *self);
 #define writer_destroy(self) ffxs_writer_destroy(aTHX_ self)
 

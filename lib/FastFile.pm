@@ -69,7 +69,13 @@ the target is then untouched. Extra arguments are ignored, as the reference
 ignores them. The caller's scalars are never changed: a number passed as
 C<$data>, C<$filename> or C<$max> gets no cached string form, a string C<$perm>
 no number form (JSON encoders see the same types before and after the call).
-Each argument is read once (C<FETCH>, overloading).
+Each argument is read once (C<FETCH>, overloading), on entry, into a private
+copy: what is written is the value at the call, whatever user code does
+meanwhile (see L</CAVEATS>). A number (data, a numeric name, a numeric C<$\>)
+is formatted as the reference formats it, in its own scope: C<1.5> is
+C<"1.5"> even under the caller's C<use locale> with a comma radix. After
+success C<$!> is what the reference leaves: 0, or C<ENOTTY> (from its
+C<sysopen>, perl asks C<isatty>) when there were no bytes to write.
 
 =over 4
 
@@ -232,8 +238,9 @@ A regular file is read with C<openat>, C<fstat>, one C<read> of its whole size
 (plus a byte that would show it grew), the C<read> that returns 0, and
 C<close>: five syscalls where an 8 KiB C<sysread> loop needs 130 for 1 MiB.
 Files whose size C<fstat> cannot tell (C</proc>, C</sys>, pipes, sockets) are
-read in blocks that start at 64 KiB and double. Under taint mode the result is
-tainted, like C<sysread>'s.
+read in blocks that start at 64 KiB and double. Under taint mode (C<-T>) the
+result is tainted, like C<sysread>'s. C<$!> is 0 after a successful read, as
+the reference leaves it.
 
 =head2 file_read_firstline
 
@@ -246,8 +253,15 @@ the whole file, C<''> the first paragraph (without its trailing newlines),
 C<\N> the first N bytes, any other string the text up to it. C<undef> for an
 empty file, one that does not exist, a directory (C<$!> C<EISDIR>: the
 reference opens it and reads nothing), and an C<undef> (with an
-C<uninitialized> warning) or empty C<$filename>. Reads one 8 KiB block (more
-only for a longer line). Extra arguments are ignored. Exported on request.
+C<uninitialized> warning) or empty C<$filename>, and without an argument.
+As the reference's C<chomp $res if $res>, a first record C<"0"> is not
+C<chomp>ed (with C<$/ = "0">, the file C<"0abc"> gives C<"0">). C<$/> is taken
+when the read starts, after the name: a signal handler that sets C<$/> during
+the read changes nothing. Under taint mode (C<-T>) the result is tainted, like
+C<readline>'s. C<$!> is left as the reference's C<readline> leaves it: 0 when
+the read reached the end of the file, C<ENOTTY> (from its C<open>) when the
+record ended before. Reads one 8 KiB block (more only for a longer line).
+Extra arguments are ignored. Exported on request.
 
 =head2 atomic_writer
 
@@ -374,8 +388,9 @@ and C<close> each time it is needed again (with more directories than the
 cache holds: up to three times). The C<newfstatat> is what lets a directory
 target fail before anything is renamed; C<preserve> and C<if_changed> use
 its result. Memory: about 0.5 KiB per file besides the list itself
-(F<bench/batch.md>). While the call runs, the data scalars are read-only (a
-signal handler that tries to change one dies).
+(F<bench/batch.md>). Every name and data is taken into a private copy first
+(see L</CAVEATS>): what user code does later to the array or its scalars
+changes nothing.
 
 =head1 DIAGNOSTICS
 
@@ -714,13 +729,26 @@ before the rest is written, too. C<EINTR> from C<close> is not an error
 
 =item *
 
-User code that runs in the middle of a call (signal handlers, a
-C<$SIG{__WARN__}> handler for its warnings, overloading, tie) cannot corrupt
-the write. The data scalar is kept alive for the whole call, so a handler
-that frees it (C<delete $h{x}>, C<undef *glob>) changes nothing: the data as
-it was is written. While a signal or warning handler runs the data scalar is
-read-only: a handler that assigns to it dies with perl's C<Modification of a
-read-only value attempted>, and the call leaves the old file. A handler that
+What is written is what was passed, as in the reference, which copies its
+arguments on entry (C<my ($filename, $data, ...) = @_>). Every argument (each
+name and data of a batch, C<$\>; C<$/> when a reader starts reading) is taken
+once, get-magic and all, into a private copy the call owns, before any user
+code can run. User code that runs in the middle of a call (signal handlers, a
+C<$SIG{__WARN__}> handler for its warnings, overloading, C<FETCH>) may then
+read, assign, append to, free or re-tie the caller's variables, clear the
+array they are in, or set C<$/> or C<$\>: that changes nothing of what is
+written, and nothing of the caller's is made read-only (a C<__WARN__> logger
+that appends to the buffer being written works, as with the reference).
+The copy costs no copy of the bytes for a plain string: perl's
+copy-on-write shares the caller's buffer (also a string built by appending,
+whose allocation has room to spare, which perl's own C<$x = $y> would copy),
+and a later change un-shares it on the caller's side. Copied are: a string
+with an offset (after C<substr($s, 0, N, '')> or C<s/^...//>), one whose
+buffer has no room for the share count (its allocation ends right after the
+string), a read-only string that is not shared already, one shared 256 times
+already; magical values (tied, C<$1>, C<$!>, C<threads::shared>, tainted)
+unless perl's own C<$x = $y> would share them; and the string forms of
+numbers and references (overloading runs once, on the copy). A handler that
 dies leaves the old file, no temporary file and no descriptor or memory of the
 call. A child forked by a handler never removes or writes to its parent's
 temporary files (C<file_set_contents_many>'s too): if it returns into the call,

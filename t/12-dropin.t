@@ -15,7 +15,7 @@ use JSON::PP ();
 use Math::BigInt;
 use lib 't/lib';
 use FFTest qw(tempdir slurp spew temps_in warnings_of errno_text);
-use Reference qw(ref_file_set_contents ref_bytes);
+use Reference qw(ref_file_set_contents ref_bytes ref_read_firstline ref_get_contents);
 use FastFile qw(:all);
 use FastFile::Writer;
 
@@ -240,6 +240,77 @@ SKIP: {
     is(sprintf('%04o', mode_of($file)), '0640', '... mode 0640');
     ok(!eval { file_set_contents($file, 'obj', { inner => 'key' }); 1 }, 'an unblessed hash still is options');
     like($@, qr/^unknown option 'inner'/, '... and croaks for an unknown key');
+}
+
+# ------------------------------------------------- $! after a successful call
+
+# The reference leaves its sysopen's ENOTTY (perl asks isatty), cleared by
+# its syswrite when there are bytes; a command that later dies exits with
+# $! as its status, so a stale value there changes it.
+{
+    my %setup = (
+        fresh    => sub { unlink $_[0] },
+        existing => sub { unlink $_[0]; spew($_[0], 'old') },
+        foreign  => sub { unlink $_[0]; spew("$_[0].tmp.$$", 'another writer') },
+    );
+    for my $case (sort keys %setup) {
+        for my $data ('data', '') {
+            for my $perm (undef, 0600) {
+                my $what = "$case file, " . ($data eq '' ? 'empty data' : 'data')
+                         . (defined $perm ? ', a perm' : '');
+                my %errno;
+                for my $impl ([ff => \&file_set_contents, $file], [ref => \&ref_file_set_contents, $reffile]) {
+                    my ($name, $sub, $f) = @$impl;
+                    $setup{$case}->($f);
+                    $! = Errno::ENOENT();
+                    $sub->($f, $data, $perm);
+                    $errno{$name} = $! + 0;
+                    unlink "$f.tmp.$$";
+                }
+                is($errno{ff}, $errno{ref}, "\$! after success, $what: as the reference ($errno{ref})");
+            }
+        }
+    }
+    for my $data ('data', '') {
+        $! = Errno::ENOENT();
+        file_set_contents($file, $data, { perm => 0600, fsync => 1 });
+        is($! + 0, $data eq '' ? Errno::ENOTTY() : 0, "\$! after success with options, "
+           . ($data eq '' ? 'empty data' : 'data') . ': as without them');
+    }
+    for my $content ("line\n", "line", "a\n\nb", "") {
+        for my $rs ("\n", undef, \3, '', 'zz') {
+            local $/ = $rs;
+            spew($file, $content);
+            $! = Errno::ENOENT(); ref_read_firstline($file); my $want = $! + 0;
+            $! = Errno::ENOENT(); file_read_firstline($file);
+            is($! + 0, $want, sprintf "\$! after file_read_firstline of %s with \$/ = %s: as the reference (%d)",
+               B::perlstring($content), defined $rs ? (ref $rs ? '\3' : B::perlstring($rs)) : 'undef', $want);
+        }
+    }
+    spew($file, "line\n");
+    for my $impl ([file_read_firstline => \&file_read_firstline, \&ref_read_firstline],
+                  [file_get_contents => \&file_get_contents, \&ref_get_contents]) {
+        my ($name, $ff, $ref) = @$impl;
+        $! = Errno::ENOENT(); $ref->($file); my $want = $! + 0;
+        $! = Errno::ENOENT(); $ff->($file);
+        is($! + 0, $want, "\$! after a successful $name: as the reference ($want)");
+    }
+}
+
+# ------------------------------------------------- file_read_firstline's edges
+
+{
+    my $got;
+    my @w = warnings_of { $got = eval { file_read_firstline() } };
+    is($@, '', 'file_read_firstline() without an argument: no croak');
+    is($got, undef, '... undef, as the reference');
+    like($w[0] // '', qr/^Use of uninitialized value/, '... with the warning the reference gives too');
+    # the reference chomps only a true record: "0" keeps its separator
+    spew($file, "0ab");
+    for my $rs ("0", "\n", "b") {
+        local $/ = $rs;
+        is(file_read_firstline($file), ref_read_firstline($file), "a first record around \"0\" with \$/ = '$rs': as the reference");
+    }
 }
 
 is_deeply([ temps_in($dir) ], [], 'no temp files left');

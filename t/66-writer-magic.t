@@ -59,5 +59,42 @@ use Counted;    # Counted (tie), Str (overloaded)
     is(slurp("$dir/sub"), 'from a subclass', '... content');
 }
 
+# The cleanup hangs on the object, not on the DESTROY method: a writer in a
+# class whose DESTROY does not call FastFile::Writer's, or in a class that
+# is no writer class at all, still has its temp removed and its memory freed
+# (make leakcheck checks the memory).
+{
+    package Writer::OwnDestroy;
+    our @ISA = ('FastFile::Writer');
+    our $destroyed = 0;
+    sub DESTROY { $destroyed++ }
+    package Not::A::Writer;
+}
+{
+    my $dir = tempdir();
+    {
+        my $w = Writer::OwnDestroy->new("$dir/own");
+        $w->print('never committed');
+        is_deeply([ temps_in($dir) ], [ 'own.tmp.' . $$ ], 'a subclass writer has its temp');
+    }
+    is($Writer::OwnDestroy::destroyed, 1, "the subclass's own DESTROY ran");
+    is_deeply([ temps_in($dir) ], [], '... and the temp is gone all the same');
+    {
+        my $w = FastFile::Writer::new('Not::A::Writer', "$dir/other");
+        is(ref $w, 'Not::A::Writer', 'new blesses into the class it is given');
+        FastFile::Writer::print($w, 'data');
+        is_deeply([ temps_in($dir) ], [ 'other.tmp.' . $$ ], '... a temp');
+    }
+    is_deeply([ temps_in($dir) ], [], '... gone when the object goes');
+    ok(!-e "$dir/other" && !-e "$dir/own", 'no target was made');
+    {
+        my $w = FastFile::Writer->new("$dir/explicit");
+        $w->DESTROY;
+        is_deeply([ temps_in($dir) ], [], 'an explicit DESTROY removes the temp at once');
+        ok(!eval { $w->print('x'); 1 }, '... and the object is no writer any more');
+        like($@, qr/not a writer object/, '... it says so');
+    }
+}
+
 no_warnings('the whole test');
 done_testing;

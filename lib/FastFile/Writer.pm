@@ -133,23 +133,32 @@ C<if_changed> croaks: a stream cannot be compared before it is complete.
   $w->print(LIST);
 
 Appends the items of LIST joined with C<$,> and followed by C<$\>, as
-C<print> does. Returns true.
+C<print> does. Returns true. The items, C<$,> and C<$\> are taken on entry
+(get-magic once each, in order, into private copies): user code that one of
+them runs (overloading, C<FETCH>, a warning's or a signal's handler) cannot
+change what the others write. (Perl's own C<print> reads each item, and
+C<$\>, only when it gets to it.) Numbers are formatted as
+L<FastFile/file_set_contents> formats them, without the caller's locale.
 
 =head2 printf
 
   $w->printf(FORMAT, LIST);
 
-Appends C<sprintf(FORMAT, LIST)>. Returns true.
+Appends C<sprintf(FORMAT, LIST)>, formatted from private copies of FORMAT
+and LIST taken on entry (get-magic once each). Returns true. As C<sprintf>,
+it formats numbers in the caller's locale (C<use locale>).
 
 =head2 write
 
   $w->write($data);
 
-Appends C<$data> (no C<$,> or C<$\>). Returns true.
+Appends C<$data> (no C<$,> or C<$\>), taken as C<print> takes an item.
+Returns true.
 
 A chunk that does not fit in the free space of the buffer fills it, the buffer
 is written, and the rest goes into the empty buffer; a rest of at least
-C<buffer_size> bytes is written straight from the string, without a copy.
+C<buffer_size> bytes is written straight from the private copy (which shares
+the caller's buffer by copy-on-write where perl can), without a copy.
 
 =head2 commit
 
@@ -306,7 +315,10 @@ An undefined item; it adds nothing. Pass C<""> or skip the item.
 =item Destruction is the safety net
 
 The temp file is removed when the writer is destroyed, which perl does on
-C<die>, on scope exit, on C<exit> and in global destruction. It cannot happen
+C<die>, on scope exit, on C<exit> and in global destruction - whatever
+class the object is blessed into (a subclass whose C<DESTROY> does not call
+this one's, C<< FastFile::Writer::new('Other', ...) >>): the cleanup hangs on
+the object itself (free magic), not only on the C<DESTROY> method. It cannot happen
 on C<POSIX::_exit>, C<exec>, C<kill -9> or a crash: such a temp file stays
 (named C<< "$file.tmp.<pid>" >>), the target is still intact.
 
@@ -329,10 +341,16 @@ thread that created it.
 
 A signal that interrupts C<write(2)> runs perl's handlers and the write is
 retried, so an C<alarm> still fires. A handler that dies aborts the writer
-(temp file removed). The data being written (an item, C<$,> or C<$\>) is kept
-alive and read-only while handlers run, as for C<file_set_contents>: a handler
-that frees it or assigns a new C<$\> changes nothing already passed to the
-writer. A child forked by a handler never touches the temp file (see fork).
+(temp file removed). What is written is a private copy of what was passed,
+as for C<file_set_contents>: a handler that frees, assigns or appends to the
+caller's variable, or assigns a new C<$\>, changes nothing already passed to
+the writer, and nothing of the caller's is made read-only. A handler that
+calls C<< $w->DESTROY >> while the writer is inside a write changes nothing
+(the writer is cleaned up when its object is freed); called from user code
+that a method runs elsewhere (a warning's handler, an overload), it removes
+the temp and the method dies with C<already aborted>. After C<DESTROY> the
+object is no writer (C<not a writer object>); its memory goes with it. A child
+forked by a handler never touches the temp file (see fork).
 
 =item Memory
 

@@ -1,0 +1,78 @@
+#!perl
+# Numbers are written as the reference writes them when the caller has
+# `use locale` with a comma radix: its print formats them in its own scope,
+# which has no `use locale`, so 1.5 is "1.5" - for the data, a numeric file
+# name and a numeric $\, through file_set_contents, the batch and the
+# writer's print and write. The caller's own stringification says "1,5" (the
+# locale is really in effect) and its number is left a number.
+#
+# Needs a locale with a comma radix: an installed one, or de_DE.UTF-8 built
+# with localedef into a temporary LOCPATH (no root needed); skipped when
+# neither is possible.
+use strict;
+use warnings;
+
+use Test::More;
+use lib 't/lib';
+use FFTest qw(tempdir run_perl which);
+
+my $dir = tempdir();
+my %env;
+my $probe = q{use POSIX qw(setlocale LC_ALL localeconv);
+              for (@ARGV) { next unless setlocale(LC_ALL, $_); print("$_\n"), exit if localeconv()->{decimal_point} eq ',' }};
+my @names = qw(de_DE.UTF-8 de_DE.utf8 fr_FR.UTF-8 fr_FR.utf8 de_DE de_DE@euro);
+my (undef, $locale) = run_perl($probe, args => \@names);
+chomp $locale;
+if ($locale !~ /^\S+$/ && which('localedef') && -e '/usr/share/i18n/locales/de_DE') {
+    # localedef exits 1 for warnings (e.g. a charmap it finds odd) yet builds it
+    system('localedef', '-i', 'de_DE', '-f', 'UTF-8', "$dir/de_DE.UTF-8") if !-d "$dir/de_DE.UTF-8";
+    %env = (LOCPATH => $dir);
+    (undef, $locale) = run_perl($probe, args => ['de_DE.UTF-8'], env => \%env);
+    chomp $locale;
+}
+plan skip_all => 'no locale with a comma radix (none installed, localedef could not build de_DE.UTF-8)'
+    unless $locale =~ /^\S+$/;
+
+my $code = <<'PERL';
+use strict; use warnings;
+use POSIX qw(setlocale LC_ALL);
+use FastFile qw(:all);
+use FastFile::Writer;
+use lib 't/lib';
+use Reference qw(ref_file_set_contents);
+my ($locale, $dir) = @ARGV;
+setlocale(LC_ALL, $locale) or die "setlocale $locale: $!";
+sub got { my ($f) = @_; my $r = file_get_contents($f); unlink $f; return $r }
+use locale;
+my @out;
+my $h = 1.5;
+push @out, "caller $h";
+my $x = 2.25;
+file_set_contents("$dir/a", $x);              push @out, "data " . got("$dir/a");
+push @out, "still a number " . (($x ^ $x) eq '0' ? 'yes' : 'no');
+ref_file_set_contents("$dir/a", $x);          push @out, "reference " . got("$dir/a");
+file_set_contents("$dir/a", 1e-5);            push @out, "exponent " . got("$dir/a");
+{ local $\ = 0.5; file_set_contents("$dir/a", 'x') } push @out, "ors " . got("$dir/a");
+chdir $dir or die "chdir $dir: $!";
+my $n = 7.5;
+file_set_contents($n, 'n');                   push @out, 'name ' . join ',', glob "7*";
+unlink glob "7*";
+file_set_contents_many(["$dir/a", 3.5]);      push @out, "batch " . got("$dir/a");
+my $w = FastFile::Writer->new("$dir/a"); $w->print(4.5, 'x'); $w->write(5.5); $w->commit;
+push @out, "writer " . got("$dir/a");
+print map { "$_\n" } @out;
+PERL
+my ($status, $out) = run_perl($code, args => [$locale, $dir], env => \%env);
+is($status, 0, 'the child ran') or diag($out);
+my %got = map { /^(\w+(?: \w+)*?) (\S+)$/ ? ($1 => $2) : () } split /\n/, $out;
+is($got{caller}, '1,5', "the caller's locale ($locale) is in effect: it formats 1,5");
+is($got{reference}, '2.25', 'the reference writes 2.25');
+is($got{data}, '2.25', 'data: 2.25');
+is($got{'still a number'}, 'yes', "the caller's number is left a number");
+is($got{exponent}, '1e-05', 'data: 1e-05');
+is($got{ors}, 'x0.5', '$\\: 0.5');
+is($got{name}, '7.5', 'file name: 7.5');
+is($got{batch}, '3.5', 'file_set_contents_many: 3.5');
+is($got{writer}, '4.5x5.5', "the writer's print and write: 4.5, 5.5");
+
+done_testing();
