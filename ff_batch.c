@@ -28,6 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #define FF_NONE FF_BATCH_NONE
 
@@ -218,7 +219,18 @@ static int make_cache(struct ff_batch *b)
 static void close_dir(struct ff_batch *b, size_t slot)
 {
     struct ff_batch_dir *d = &b->dirs[b->cache[slot]];
+    struct stat st;
 
+    /* Whatever leaves the cache is reopened by name and must prove it is
+     * the same directory: its identity is taken now, from the fd. (An
+     * fstat that fails leaves an identity no directory has: the reopen
+     * fails with ESTALE.) */
+    if (!d->statted) {
+        int ok = fstat(d->fd, &st) == 0;
+        d->dev = ok ? st.st_dev : 0;
+        d->ino = ok ? st.st_ino : 0;
+        d->statted = 1;
+    }
     ff_close_read(d->fd);
     d->fd = -1;
     b->cache[slot] = FF_NONE;
@@ -243,12 +255,23 @@ static int evict_one(struct ff_batch *b, size_t keep)
 static int dir_fd(struct ff_batch *b, size_t k, const struct ff_eintr *intr)
 {
     struct ff_batch_dir *d = &b->dirs[k];
-    size_t slot = b->cache_next;
+    size_t slot;
     struct stat st;
     int err;
 
     if (d->fd >= 0)
         return 0;
+    /* The phases scan the directories in order (look, write) and again in
+     * the caller's order (rename): a plain FIFO smaller than the scan
+     * misses on every directory. So the first half of the slots, once
+     * filled, stays (hits in every scan), the other half turns over. */
+    if (b->cache_fill < b->cache_cap) {
+        slot = b->cache_fill++;
+    } else {
+        size_t pinned = b->cache_cap / 2;
+        slot = pinned + b->cache_next;
+        b->cache_next = (b->cache_next + 1) % (b->cache_cap - pinned);
+    }
     if (b->cache[slot] != FF_NONE)
         close_dir(b, slot);
     do
@@ -258,7 +281,7 @@ static int dir_fd(struct ff_batch *b, size_t k, const struct ff_eintr *intr)
         d->fd = -1;
         return err;
     }
-    if (d->statted || b->ndirs > 1) {   /* one directory: nothing to tell apart */
+    if (d->statted || d->need_id) {
         if (fstat(d->fd, &st) < 0) {
             err = errno;
             ff_close_read(d->fd);
@@ -275,11 +298,84 @@ static int dir_fd(struct ff_batch *b, size_t k, const struct ff_eintr *intr)
         d->statted = 1;
     }
     b->cache[slot] = k;
-    b->cache_next = (slot + 1) % b->cache_cap;
     return 0;
 }
 
 /* ---- looking: nothing is changed ---- */
+
+/* FNV-1a of a leaf, from the batch's random seed (and a directory index:
+ * NONE for the leaf alone) */
+static uint64_t leaf_hash(const struct ff_batch *b, size_t dir, const char *leaf)
+{
+    const unsigned char *p = (const unsigned char *)leaf;
+    uint64_t h = (1469598103934665603ULL ^ b->seed) ^ (uint64_t)dir * 0x9e3779b97f4a7c15ULL;
+
+    while (*p)
+        h = (h ^ *p++) * 1099511628211ULL;
+    return h;
+}
+
+/* The name hashes' seed, without a syscall (getrandom would be one more
+ * per batch): the vDSO clock and the randomized stack address. Enough that
+ * no list of names collides in every run. */
+static uint64_t hash_seed(const struct ff_batch *b)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ((uint64_t)ts.tv_nsec << 24) ^ (uint64_t)ts.tv_sec ^ (uint64_t)(uintptr_t)&ts
+           ^ (uint64_t)(uintptr_t)b->files;
+}
+
+/* A slot table for n file indices (index + 1; 0: empty), its mask */
+static size_t *make_slots(size_t n, size_t *mask)
+{
+    size_t size = 16;
+
+    while (size < 2 * n)
+        size *= 2;
+    *mask = size - 1;
+    return calloc(size, sizeof(size_t));
+}
+
+/* Which directories need their device and inode: only two names of one
+ * directory holding the same leaf make a duplicate, so only directories
+ * that share a leaf with another directory name are fstatted (with fsync,
+ * all: one fsync per directory). A batch whose leaves differ, or in one
+ * directory, costs no fstat. */
+static int mark_need_id(struct ff_batch *b)
+{
+    size_t mask, i, s, *slots;
+
+    if (b->ndirs < 2)
+        return 0;
+    if (b->opt.fsync) {
+        for (i = 0; i < b->ndirs; i++)
+            b->dirs[i].need_id = 1;
+        return 0;
+    }
+    if (!(slots = make_slots(b->n, &mask)))
+        return ENOMEM;
+    for (i = 0; i < b->n; i++) {
+        const struct ff_batch_file *f = &b->files[i];
+
+        /* a leaf is stored once: many files of one leaf do not make a long
+         * probe, each stops at the first */
+        for (s = (size_t)leaf_hash(b, FF_NONE, LEAF(f)) & mask; slots[s]; s = (s + 1) & mask) {
+            const struct ff_batch_file *g = &b->files[slots[s] - 1];
+            if (strcmp(LEAF(g), LEAF(f)) == 0)
+                break;
+        }
+        if (!slots[s]) {
+            slots[s] = i + 1;
+        } else if (b->files[slots[s] - 1].dir != f->dir) {
+            b->dirs[b->files[slots[s] - 1].dir].need_id = 1;
+            b->dirs[f->dir].need_id = 1;
+        }
+    }
+    free(slots);
+    return 0;
+}
 
 /* The old target: not a directory, absent under noclobber, its stat kept
  * for preserve and if_changed. */
@@ -385,24 +481,17 @@ static int merge_same_dirs(struct ff_batch *b)
  * replace the first. A hash of (directory, leaf). */
 static int find_duplicate(struct ff_batch *b)
 {
-    size_t size = 16, mask, i, *slots;
+    size_t mask, i, *slots;
 
     if (b->n < 2)
         return 0;
-    while (size < 2 * b->n)
-        size *= 2;
-    mask = size - 1;
-    if (!(slots = calloc(size, sizeof *slots)))     /* file index + 1; 0: empty */
+    if (!(slots = make_slots(b->n, &mask)))
         return ENOMEM;
     for (i = 0; i < b->n; i++) {
         const struct ff_batch_file *f = &b->files[i];
-        const unsigned char *p = (const unsigned char *)LEAF(f);
-        uint64_t h = 1469598103934665603ULL ^ (uint64_t)f->dir * 0x9e3779b97f4a7c15ULL;
         size_t s;
 
-        while (*p)
-            h = (h ^ *p++) * 1099511628211ULL;
-        for (s = (size_t)h & mask; slots[s]; s = (s + 1) & mask) {
+        for (s = (size_t)leaf_hash(b, f->dir, LEAF(f)) & mask; slots[s]; s = (s + 1) & mask) {
             const struct ff_batch_file *g = &b->files[slots[s] - 1];
             if (g->dir == f->dir && strcmp(LEAF(g), LEAF(f)) == 0) {
                 b->dup_first = slots[s] - 1;
@@ -418,6 +507,33 @@ static int find_duplicate(struct ff_batch *b)
 }
 
 /* ---- changing: directories made, temps written ---- */
+
+/* After mkdir: a target that was absent may be a directory now, made for
+ * another target ("n" => ..., "n/f" => ... in one batch). Its rename would
+ * fail only after earlier targets were replaced: it fails here, and the
+ * directories are removed again. */
+static int look_again(struct ff_batch *b)
+{
+    size_t j, i;
+    int err;
+
+    for (j = 0; j < b->n; j++) {
+        i = b->order[j];
+        if (b->files[i].a.have_old)
+            continue;           /* a file: no mkdir made it a directory */
+        b->failed = i;
+        if ((err = dir_fd(b, b->files[i].dir, b->intr))) {
+            b->failed = FF_NONE;
+            b->failed_dir = b->files[i].dir;
+            b->dir_step = err == ESTALE ? FF_DIR_CHANGED : FF_DIR_OPEN;
+            return err;
+        }
+        if ((err = look_at_target(b, i)))
+            return err;
+    }
+    b->failed = FF_NONE;
+    return 0;
+}
 
 /* mkdir -p of each missing directory, parents first (dirs are in name
  * order), each remembered with the levels it made: fsync makes them
@@ -443,12 +559,12 @@ static int make_dirs(struct ff_batch *b)
         b->nmade++;
         /* the path is the batch's before a mkdir runs: a handler that dies
          * meanwhile leaks nothing, and discard removes what was made */
-        made->len = strlen(made->path);
         made->dir = k;
         if ((err = ff_mkdir_p(made->path, &made->levels, b->intr))) {
             b->failed_path = made->path;    /* cut at the level that failed */
             return err;
         }
+        made->complete = 1;
         d->missing = 0;
         b->dir_step = FF_DIR_OPEN;
         if ((err = dir_fd(b, k, b->intr)))
@@ -458,7 +574,7 @@ static int make_dirs(struct ff_batch *b)
     b->failed_dir = FF_NONE;
     b->dir_step = FF_DIR_NONE;
     /* two names of one new directory could only be told apart now */
-    if (any && ((err = merge_same_dirs(b)) || (err = find_duplicate(b))))
+    if (any && ((err = merge_same_dirs(b)) || (err = find_duplicate(b)) || (err = look_again(b))))
         return err;
     return 0;
 }
@@ -703,6 +819,7 @@ int ff_batch_commit(struct ff_batch *b, long pid)
     b->pid = pid;
     if (b->n == 0)
         return 0;
+    b->seed = hash_seed(b);
     /* 1. look: names, directories, targets, duplicates; nothing changes */
     for (i = 0; i < b->n; i++) {
         struct ff_batch_file *f = &b->files[i];
@@ -714,7 +831,7 @@ int ff_batch_commit(struct ff_batch *b, long pid)
             return EISDIR;
     }
     b->failed = FF_NONE;
-    if ((err = group_by_dir(b)) || (err = make_cache(b)) || (err = look_at_dirs(b))
+    if ((err = group_by_dir(b)) || (err = make_cache(b)) || (err = mark_need_id(b)) || (err = look_at_dirs(b))
         || (err = merge_same_dirs(b)) || (err = find_duplicate(b)))
         return err;
 
@@ -795,7 +912,7 @@ static void unmake(struct ff_batch_made *m)
     char *p = m->path;
     int levels = m->levels;
 
-    if (strlen(p) < m->len && !cut_to_parent(p))
+    if (!m->complete && !cut_to_parent(p))
         return;
     while (levels-- > 0 && rmdir(p) == 0 && cut_to_parent(p))
         ;

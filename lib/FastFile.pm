@@ -364,12 +364,16 @@ apart by device and inode with another; duplicates are found with a hash.
 B<Cost.> Per file without C<fsync>: C<newfstatat>, C<openat>, C<write>,
 C<close>, C<renameat>, relative to the descriptor of its directory (so the
 kernel does not walk the path again for each), plus per batch C<openat> and
-C<close> of each directory (and C<fstat> when there are several), at most
+C<close> of each directory (and C<fstat> of the directories that hold a file
+name also found in another directory, which could be the same directory, or
+of all directories with C<fsync>), at most
 one C<getpid> and, for more than 4 files, one C<prlimit64>. With C<fsync>,
 per file C<sync_file_range> and C<fdatasync>, per directory one C<openat>
-and C<fsync>. A directory that left the cache costs an C<openat>, C<fstat>
-and C<close> each time it is needed again (with more directories than the
-cache holds: up to three times). The C<newfstatat> is what lets a directory
+and C<fsync>. A directory that leaves the cache costs an C<fstat> and
+C<close>, and an C<openat> and C<fstat> each time it is needed again (half
+of the cache stays filled with the first directories, the other half turns
+over: with more directories than the cache holds, those beyond its first
+half are opened up to three times). The C<newfstatat> is what lets a directory
 target fail before anything is renamed; C<preserve> and C<if_changed> use
 its result. Memory: about 0.5 KiB per file besides the list itself
 (F<bench/batch.md>). While the call runs, the data scalars are read-only (a
