@@ -300,8 +300,11 @@ naming that file, or names the directory that failed.
 With C<< fsync => 1 >>: one barrier covers the data of all the temporary
 files: C<sync_file_range> starts each one's writeback as soon as it is written,
 then C<fdatasync> of each mostly finds its data on disk already (on ext4 one
-journal commit serves many files). This flushes only the batch's own files,
-never other processes' data.
+journal commit serves many files). With 8 or more temporary files these
+C<fdatasync> calls run from up to 16 short-lived threads (which take no
+signals), so that they wait on one commit together and share its disk cache
+flush (one after the other, each would send a flush of its own). This
+flushes only the batch's own files, never other processes' data.
 
 =item 4.
 
