@@ -4,7 +4,8 @@
  * if_changed need it anyway), openat, write, close, renameat, all relative
  * to an fd of its directory, so the kernel walks the path once per
  * directory, not twice per file. With fsync: sync_file_range starts each
- * temp's writeback as soon as it is written, fdatasync of each then mostly
+ * temp's writeback as soon as it is written, fdatasync of each (from a few
+ * threads, see barrier) then mostly
  * finds its data on disk already (one journal commit serves many), and
  * each directory is fsynced once after the renames. bench/barrier.c
  * measured the alternatives.
@@ -27,7 +28,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #define FF_NONE FF_BATCH_NONE
 
@@ -215,7 +219,18 @@ static int make_cache(struct ff_batch *b)
 static void close_dir(struct ff_batch *b, size_t slot)
 {
     struct ff_batch_dir *d = &b->dirs[b->cache[slot]];
+    struct stat st;
 
+    /* Whatever leaves the cache is reopened by name and must prove it is
+     * the same directory: its identity is taken now, from the fd. (An
+     * fstat that fails leaves an identity no directory has: the reopen
+     * fails with ESTALE.) */
+    if (!d->statted) {
+        int ok = fstat(d->fd, &st) == 0;
+        d->dev = ok ? st.st_dev : 0;
+        d->ino = ok ? st.st_ino : 0;
+        d->statted = 1;
+    }
     ff_close_read(d->fd);
     d->fd = -1;
     b->cache[slot] = FF_NONE;
@@ -240,12 +255,23 @@ static int evict_one(struct ff_batch *b, size_t keep)
 static int dir_fd(struct ff_batch *b, size_t k, const struct ff_eintr *intr)
 {
     struct ff_batch_dir *d = &b->dirs[k];
-    size_t slot = b->cache_next;
+    size_t slot;
     struct stat st;
     int err;
 
     if (d->fd >= 0)
         return 0;
+    /* The phases scan the directories in order (look, write) and again in
+     * the caller's order (rename): a plain FIFO smaller than the scan
+     * misses on every directory. So the first half of the slots, once
+     * filled, stays (hits in every scan), the other half turns over. */
+    if (b->cache_fill < b->cache_cap) {
+        slot = b->cache_fill++;
+    } else {
+        size_t pinned = b->cache_cap / 2;
+        slot = pinned + b->cache_next;
+        b->cache_next = (b->cache_next + 1) % (b->cache_cap - pinned);
+    }
     if (b->cache[slot] != FF_NONE)
         close_dir(b, slot);
     do
@@ -255,7 +281,7 @@ static int dir_fd(struct ff_batch *b, size_t k, const struct ff_eintr *intr)
         d->fd = -1;
         return err;
     }
-    if (d->statted || b->ndirs > 1) {   /* one directory: nothing to tell apart */
+    if (d->statted || d->need_id) {
         if (fstat(d->fd, &st) < 0) {
             err = errno;
             ff_close_read(d->fd);
@@ -272,11 +298,84 @@ static int dir_fd(struct ff_batch *b, size_t k, const struct ff_eintr *intr)
         d->statted = 1;
     }
     b->cache[slot] = k;
-    b->cache_next = (slot + 1) % b->cache_cap;
     return 0;
 }
 
 /* ---- looking: nothing is changed ---- */
+
+/* FNV-1a of a leaf, from the batch's random seed (and a directory index:
+ * NONE for the leaf alone) */
+static uint64_t leaf_hash(const struct ff_batch *b, size_t dir, const char *leaf)
+{
+    const unsigned char *p = (const unsigned char *)leaf;
+    uint64_t h = (1469598103934665603ULL ^ b->seed) ^ (uint64_t)dir * 0x9e3779b97f4a7c15ULL;
+
+    while (*p)
+        h = (h ^ *p++) * 1099511628211ULL;
+    return h;
+}
+
+/* The name hashes' seed, without a syscall (getrandom would be one more
+ * per batch): the vDSO clock and the randomized stack address. Enough that
+ * no list of names collides in every run. */
+static uint64_t hash_seed(const struct ff_batch *b)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ((uint64_t)ts.tv_nsec << 24) ^ (uint64_t)ts.tv_sec ^ (uint64_t)(uintptr_t)&ts
+           ^ (uint64_t)(uintptr_t)b->files;
+}
+
+/* A slot table for n file indices (index + 1; 0: empty), its mask */
+static size_t *make_slots(size_t n, size_t *mask)
+{
+    size_t size = 16;
+
+    while (size < 2 * n)
+        size *= 2;
+    *mask = size - 1;
+    return calloc(size, sizeof(size_t));
+}
+
+/* Which directories need their device and inode: only two names of one
+ * directory holding the same leaf make a duplicate, so only directories
+ * that share a leaf with another directory name are fstatted (with fsync,
+ * all: one fsync per directory). A batch whose leaves differ, or in one
+ * directory, costs no fstat. */
+static int mark_need_id(struct ff_batch *b)
+{
+    size_t mask, i, s, *slots;
+
+    if (b->ndirs < 2)
+        return 0;
+    if (b->opt.fsync) {
+        for (i = 0; i < b->ndirs; i++)
+            b->dirs[i].need_id = 1;
+        return 0;
+    }
+    if (!(slots = make_slots(b->n, &mask)))
+        return ENOMEM;
+    for (i = 0; i < b->n; i++) {
+        const struct ff_batch_file *f = &b->files[i];
+
+        /* a leaf is stored once: many files of one leaf do not make a long
+         * probe, each stops at the first */
+        for (s = (size_t)leaf_hash(b, FF_NONE, LEAF(f)) & mask; slots[s]; s = (s + 1) & mask) {
+            const struct ff_batch_file *g = &b->files[slots[s] - 1];
+            if (strcmp(LEAF(g), LEAF(f)) == 0)
+                break;
+        }
+        if (!slots[s]) {
+            slots[s] = i + 1;
+        } else if (b->files[slots[s] - 1].dir != f->dir) {
+            b->dirs[b->files[slots[s] - 1].dir].need_id = 1;
+            b->dirs[f->dir].need_id = 1;
+        }
+    }
+    free(slots);
+    return 0;
+}
 
 /* The old target: not a directory, absent under noclobber, its stat kept
  * for preserve and if_changed. */
@@ -382,24 +481,17 @@ static int merge_same_dirs(struct ff_batch *b)
  * replace the first. A hash of (directory, leaf). */
 static int find_duplicate(struct ff_batch *b)
 {
-    size_t size = 16, mask, i, *slots;
+    size_t mask, i, *slots;
 
     if (b->n < 2)
         return 0;
-    while (size < 2 * b->n)
-        size *= 2;
-    mask = size - 1;
-    if (!(slots = calloc(size, sizeof *slots)))     /* file index + 1; 0: empty */
+    if (!(slots = make_slots(b->n, &mask)))
         return ENOMEM;
     for (i = 0; i < b->n; i++) {
         const struct ff_batch_file *f = &b->files[i];
-        const unsigned char *p = (const unsigned char *)LEAF(f);
-        uint64_t h = 1469598103934665603ULL ^ (uint64_t)f->dir * 0x9e3779b97f4a7c15ULL;
         size_t s;
 
-        while (*p)
-            h = (h ^ *p++) * 1099511628211ULL;
-        for (s = (size_t)h & mask; slots[s]; s = (s + 1) & mask) {
+        for (s = (size_t)leaf_hash(b, f->dir, LEAF(f)) & mask; slots[s]; s = (s + 1) & mask) {
             const struct ff_batch_file *g = &b->files[slots[s] - 1];
             if (g->dir == f->dir && strcmp(LEAF(g), LEAF(f)) == 0) {
                 b->dup_first = slots[s] - 1;
@@ -415,6 +507,33 @@ static int find_duplicate(struct ff_batch *b)
 }
 
 /* ---- changing: directories made, temps written ---- */
+
+/* After mkdir: a target that was absent may be a directory now, made for
+ * another target ("n" => ..., "n/f" => ... in one batch). Its rename would
+ * fail only after earlier targets were replaced: it fails here, and the
+ * directories are removed again. */
+static int look_again(struct ff_batch *b)
+{
+    size_t j, i;
+    int err;
+
+    for (j = 0; j < b->n; j++) {
+        i = b->order[j];
+        if (b->files[i].a.have_old)
+            continue;           /* a file: no mkdir made it a directory */
+        b->failed = i;
+        if ((err = dir_fd(b, b->files[i].dir, b->intr))) {
+            b->failed = FF_NONE;
+            b->failed_dir = b->files[i].dir;
+            b->dir_step = err == ESTALE ? FF_DIR_CHANGED : FF_DIR_OPEN;
+            return err;
+        }
+        if ((err = look_at_target(b, i)))
+            return err;
+    }
+    b->failed = FF_NONE;
+    return 0;
+}
 
 /* mkdir -p of each missing directory, parents first (dirs are in name
  * order), each remembered with the levels it made: fsync makes them
@@ -440,12 +559,12 @@ static int make_dirs(struct ff_batch *b)
         b->nmade++;
         /* the path is the batch's before a mkdir runs: a handler that dies
          * meanwhile leaks nothing, and discard removes what was made */
-        made->len = strlen(made->path);
         made->dir = k;
         if ((err = ff_mkdir_p(made->path, &made->levels, b->intr))) {
             b->failed_path = made->path;    /* cut at the level that failed */
             return err;
         }
+        made->complete = 1;
         d->missing = 0;
         b->dir_step = FF_DIR_OPEN;
         if ((err = dir_fd(b, k, b->intr)))
@@ -455,7 +574,7 @@ static int make_dirs(struct ff_batch *b)
     b->failed_dir = FF_NONE;
     b->dir_step = FF_DIR_NONE;
     /* two names of one new directory could only be told apart now */
-    if (any && ((err = merge_same_dirs(b)) || (err = find_duplicate(b))))
+    if (any && ((err = merge_same_dirs(b)) || (err = find_duplicate(b)) || (err = look_again(b))))
         return err;
     return 0;
 }
@@ -472,21 +591,106 @@ static int close_temp(struct ff_atomic *a)
     return err;
 }
 
+/* Threads of the barrier: on ext4 the first fdatasync commits the journal
+ * for all the temps, and each later one, finding its commit done, still
+ * sends the disk a cache flush of its own (one per file). fdatasyncs that
+ * wait together on one commit share its flush: a few threads, each
+ * syncing its share of the window, send far fewer (bench/barrier.c:
+ * sfr+8threads). Every temp is still fdatasynced before any rename. */
+#define FF_SYNC_THREADS 16
+#define FF_SYNC_PER_THREAD 4    /* fewer temps a thread: not worth one */
+
+struct sync_share {
+    struct ff_batch *b;
+    size_t from, to;            /* window[from .. to) */
+    size_t failed;              /* the window slot that failed */
+    int err;
+};
+
+/* fdatasync window[from .. to); no intr callback (threads may be running:
+ * no perl code may run), EINTR retried as in the renames */
+static void *sync_share_run(void *p)
+{
+    struct sync_share *s = p;
+    size_t w;
+    int err;
+
+    s->err = 0;
+    for (w = s->from; w < s->to; w++) {
+        FF_SYSCALL(err, NULL, ff_fdatasync(s->b->files[s->b->window[w]].a.fd));
+        if (err && !FF_CANNOT_SYNC(err)) {
+            s->err = err;
+            s->failed = w;
+            break;
+        }
+    }
+    return NULL;
+}
+
+/* The window's fdatasyncs, split among threads (the calling one too).
+ * Where a thread cannot be made, the calling thread does its share. The
+ * first failure in window order is told. */
+static int sync_window_threaded(struct ff_batch *b, size_t nshares)
+{
+    struct sync_share share[FF_SYNC_THREADS];
+    pthread_t tid[FF_SYNC_THREADS];
+    int started[FF_SYNC_THREADS] = { 0 };
+    pthread_attr_t attr;
+    sigset_t all, old;
+    size_t k;
+    int have_attr;
+
+    for (k = 0; k < nshares; k++) {
+        share[k].b = b;
+        share[k].from = b->window_n * k / nshares;
+        share[k].to = b->window_n * (k + 1) / nshares;
+        share[k].err = 0;
+    }
+    have_attr = pthread_attr_init(&attr) == 0;
+    if (have_attr)
+        pthread_attr_setstacksize(&attr, 64 * 1024);   /* fdatasync needs little */
+    /* the threads take no signal: perl's handlers stay with this thread */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    for (k = 1; k < nshares; k++)
+        started[k] = pthread_create(&tid[k], have_attr ? &attr : NULL, sync_share_run, &share[k]) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (have_attr)
+        pthread_attr_destroy(&attr);
+    for (k = 0; k < nshares; k++)
+        if (!started[k])
+            sync_share_run(&share[k]);
+    for (k = 1; k < nshares; k++)
+        if (started[k])
+            pthread_join(tid[k], NULL);
+    for (k = 0; k < nshares; k++) {
+        if (share[k].err) {
+            b->failed = b->window[share[k].failed];
+            return share[k].err;
+        }
+    }
+    return 0;
+}
+
 /* The barrier over the temps of the window: fdatasync each (their
  * writeback was started as they were written), then close them. */
 static int barrier(struct ff_batch *b)
 {
-    size_t w;
+    size_t w, nshares = b->window_n / FF_SYNC_PER_THREAD;
     int err;
 
-    for (w = 0; w < b->window_n; w++) {
-        struct ff_atomic *a = &b->files[b->window[w]].a;
-
-        a->step = FF_STEP_SYNC;
-        FF_SYSCALL(err, b->intr, ff_fdatasync(a->fd));
-        if (err && !FF_CANNOT_SYNC(err)) {
-            b->failed = b->window[w];
+    for (w = 0; w < b->window_n; w++)
+        b->files[b->window[w]].a.step = FF_STEP_SYNC;
+    if (nshares >= 2) {
+        if ((err = sync_window_threaded(b, nshares > FF_SYNC_THREADS ? FF_SYNC_THREADS : nshares)))
             return err;
+    } else {
+        for (w = 0; w < b->window_n; w++) {
+            FF_SYSCALL(err, b->intr, ff_fdatasync(b->files[b->window[w]].a.fd));
+            if (err && !FF_CANNOT_SYNC(err)) {
+                b->failed = b->window[w];
+                return err;
+            }
         }
     }
     for (w = 0; w < b->window_n; w++) {
@@ -700,6 +904,7 @@ int ff_batch_commit(struct ff_batch *b, long pid)
     b->pid = pid;
     if (b->n == 0)
         return 0;
+    b->seed = hash_seed(b);
     /* 1. look: names, directories, targets, duplicates; nothing changes */
     for (i = 0; i < b->n; i++) {
         struct ff_batch_file *f = &b->files[i];
@@ -711,7 +916,7 @@ int ff_batch_commit(struct ff_batch *b, long pid)
             return EISDIR;
     }
     b->failed = FF_NONE;
-    if ((err = group_by_dir(b)) || (err = make_cache(b)) || (err = look_at_dirs(b))
+    if ((err = group_by_dir(b)) || (err = make_cache(b)) || (err = mark_need_id(b)) || (err = look_at_dirs(b))
         || (err = merge_same_dirs(b)) || (err = find_duplicate(b)))
         return err;
 
@@ -792,7 +997,7 @@ static void unmake(struct ff_batch_made *m)
     char *p = m->path;
     int levels = m->levels;
 
-    if (strlen(p) < m->len && !cut_to_parent(p))
+    if (!m->complete && !cut_to_parent(p))
         return;
     while (levels-- > 0 && rmdir(p) == 0 && cut_to_parent(p))
         ;

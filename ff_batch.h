@@ -22,6 +22,8 @@
 
 #include "ff_io.h"
 
+#include <stdint.h>
+
 #if defined(__GNUC__) && __GNUC__ >= 4
 #pragma GCC visibility push(hidden)   /* see ff_io.h */
 #endif
@@ -64,6 +66,9 @@ struct ff_batch_dir {
     dev_t dev;
     ino_t ino;
     unsigned statted : 1;   /* dev, ino known: a reopen must find them again */
+    unsigned need_id : 1;   /* fstat it when opened: a target of it could be
+                             * one of another directory name (same leaf), or
+                             * fsync merges its syncs */
     unsigned missing : 1;   /* mkdir: it did not exist */
     unsigned renamed_into : 1; /* with fsync: this directory needs its fsync */
     size_t first, count;    /* its files: order[first .. first + count) */
@@ -73,9 +78,11 @@ struct ff_batch_dir {
  * with fsync, its parent is synced too, or the new directory (and all in
  * it) could vanish in a crash. */
 struct ff_batch_made {
-    char *path;             /* the directory that was missing; cut short
-                             * (len) at the level whose mkdir failed */
-    size_t len;             /* its length when whole */
+    char *path;             /* the directory that was missing; unless
+                             * complete, the level whose mkdir failed (or
+                             * was interrupted): only the levels above it
+                             * were made */
+    int complete;           /* every level of path exists */
     size_t dir;             /* dirs index (messages) */
     int levels;             /* how many levels were made: the last ones of
                              * path, or, cut short, the ones above it */
@@ -90,8 +97,9 @@ struct ff_batch {
     size_t *order;          /* file indices grouped by directory */
     struct ff_batch_dir *dirs;
     size_t ndirs;
-    size_t *cache;          /* dirs indices whose fd is open (FIFO), or NONE */
-    size_t cache_cap, cache_next;
+    size_t *cache;          /* dirs indices whose fd is open, or NONE: the
+                             * first half pinned, the rest a FIFO */
+    size_t cache_cap, cache_fill, cache_next;
     size_t *window;         /* with fsync: files whose temps wait for the barrier */
     size_t window_cap, window_n;
     struct ff_batch_made *made;
@@ -105,6 +113,8 @@ struct ff_batch {
                              * replaced (those not unchanged) */
     size_t dup_first, dup_second; /* a target given twice (else NONE) */
     size_t written;         /* files written (not unchanged) on success */
+    uint64_t seed;          /* of the name hashes: no list of names can be
+                             * made to collide in advance */
     long pid;               /* the process whose temps these are */
     int done;               /* committed: the directories made stay */
     int forgotten;          /* a forked child's copy: touch nothing */

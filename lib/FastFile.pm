@@ -316,8 +316,11 @@ With C<< fsync => 1 >>: one barrier covers the data of all the temporary
 files: C<sync_file_range> (not in the portable build, L</SYSTEMS AND BUILDS>)
 starts each one's writeback as soon as it is written,
 then C<fdatasync> of each mostly finds its data on disk already (on ext4 one
-journal commit serves many files). This flushes only the batch's own files,
-never other processes' data.
+journal commit serves many files). With 8 or more temporary files these
+C<fdatasync> calls run from up to 16 short-lived threads (which take no
+signals), so that they wait on one commit together and share its disk cache
+flush (one after the other, each would send a flush of its own). This
+flushes only the batch's own files, never other processes' data.
 
 =item 4.
 
@@ -380,12 +383,16 @@ apart by device and inode with another; duplicates are found with a hash.
 B<Cost.> Per file without C<fsync>: C<newfstatat>, C<openat>, C<write>,
 C<close>, C<renameat>, relative to the descriptor of its directory (so the
 kernel does not walk the path again for each), plus per batch C<openat> and
-C<close> of each directory (and C<fstat> when there are several), at most
+C<close> of each directory (and C<fstat> of the directories that hold a file
+name also found in another directory, which could be the same directory, or
+of all directories with C<fsync>), at most
 one C<getpid> and, for more than 4 files, one C<prlimit64>. With C<fsync>,
 per file C<sync_file_range> and C<fdatasync>, per directory one C<openat>
-and C<fsync>. A directory that left the cache costs an C<openat>, C<fstat>
-and C<close> each time it is needed again (with more directories than the
-cache holds: up to three times). The C<newfstatat> is what lets a directory
+and C<fsync>. A directory that leaves the cache costs an C<fstat> and
+C<close>, and an C<openat> and C<fstat> each time it is needed again (half
+of the cache stays filled with the first directories, the other half turns
+over: with more directories than the cache holds, those beyond its first
+half are opened up to three times). The C<newfstatat> is what lets a directory
 target fail before anything is renamed; C<preserve> and C<if_changed> use
 its result. Memory: about 0.5 KiB per file besides the list itself
 (F<bench/batch.md>). Every name and data is taken into a private copy first

@@ -138,6 +138,22 @@ my @batch = map { ($_ => $NEW{$_}) } @TARGETS;
         'targets in one directory became durable together';
 }
 
+# 1b. the same with 8 files: the barrier's fdatasyncs run from threads
+{
+    my %new_was = %NEW;         # (both restored below)
+    my @targets_was = @TARGETS;
+    %NEW = (%NEW, map { ("$root/x$_" => "new x$_\n") } 1 .. 3);
+    @TARGETS = sort keys %NEW;
+    my @batch8 = map { ($_ => $NEW{$_}) } @TARGETS;
+    my $bad = 0;
+    my ($points) = crash_points(
+        sub { file_set_contents_many([@batch8], { fsync => 1 }) },
+        sub { $bad++ unless old_or_new_no_temps('batch of 8, fsync', @_, \@TARGETS) });
+    is $bad, 0, "batch of 8 with fsync (threaded barrier): old-or-new at all $points crash points";
+    %NEW = %new_was;
+    @TARGETS = @targets_was;
+}
+
 # 2. file_set_contents with fsync, each file on its own
 {
     my $bad = 0;
