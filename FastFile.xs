@@ -51,12 +51,21 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
         parse_options((HV *)SvRV(perm), &opt, &force_utf8, NULL, op);
     } else {
         if (perm && SvOK(perm)) {
-            if (SvTAINTED(perm)) {        /* the reference's sysopen refuses it */
+            /* The reference's sysopen refuses a tainted perm: the value
+             * counts, not only the scalar, so an object whose overloaded
+             * number is tainted is refused too. Its 0+ or "" runs inside
+             * number_arg and marks PL_tainted as any read of a tainted
+             * value does: judged after it, from a clean flag, which is
+             * put back afterwards (tainted data may have set it). */
+            bool was_tainted = TAINT_get;
+
+            TAINT_NOT;
+            if (SvTAINTED(perm))
                 TAINT;
-                taint_proper(NULL, op);
-            }
             opt.perm = (mode_t)(SvIOK(perm) && !SvGMAGICAL(perm) ? SvIVX(perm)   /* exact */
                                 : I_V(number_arg(perm, op)));
+            taint_proper(NULL, op);
+            TAINT_set(was_tainted);
         }
         force_utf8 = force && SvTRUE_nomg(force);
     }
