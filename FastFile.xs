@@ -153,7 +153,7 @@ static SV *S_file_get_contents(pTHX_ SV *filename, SV *max_arg)
         croak_errno(err, "can't open '%" SVf "' - ", SVfARG(path));
     /* fstat's size is only a hint: "too long" is decided on the bytes read
      * (sysfs files say 4096 whatever they hold) */
-    err = ff_size_hint(fd, &size);
+    err = ff_size_hint(fd, &size, &intr);
     if (err)
         croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(path));
 

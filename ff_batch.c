@@ -259,8 +259,8 @@ static int dir_fd(struct ff_batch *b, size_t k, const struct ff_eintr *intr)
         return err;
     }
     if (d->statted || b->ndirs > 1) {   /* one directory: nothing to tell apart */
-        if (fstat(d->fd, &st) < 0) {
-            err = errno;
+        FF_SYSCALL(err, intr, fstat(d->fd, &st));
+        if (err) {
             ff_close_read(d->fd);
             d->fd = -1;
             return err;
@@ -793,17 +793,20 @@ static int cut_to_parent(char *path)
 static void unmake(struct ff_batch_made *m)
 {
     char *p = m->path;
-    int levels = m->levels;
+    int levels = m->levels, err = 0;
 
     if (strlen(p) < m->len && !cut_to_parent(p))
         return;
-    while (levels-- > 0 && rmdir(p) == 0 && cut_to_parent(p))
-        ;
+    while (levels-- > 0) {
+        FF_SYSCALL(err, NULL, rmdir(p));    /* unwinding: no handler runs */
+        if (err || !cut_to_parent(p))
+            break;
+    }
 }
 
 void ff_batch_discard(struct ff_batch *b)
 {
-    int saved = errno;
+    int saved = errno, err;
     size_t i;
 
     for (i = 0; i < b->n; i++) {
@@ -817,7 +820,8 @@ void ff_batch_discard(struct ff_batch *b)
         /* relative to its directory: a parent moved meanwhile does not
          * leave it behind (nor remove another file of that name) */
         if (a->created && b->cache_cap && dir_fd(b, f->dir, NULL) == 0) {
-            unlinkat(b->dirs[f->dir].fd, TEMP_LEAF(f), 0);
+            /* unwinding: no handler runs, EINTR (FUSE) retried, bounded */
+            FF_SYSCALL(err, NULL, unlinkat(b->dirs[f->dir].fd, TEMP_LEAF(f), 0));
             a->created = 0;
         }
         a->created = 0;

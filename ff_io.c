@@ -96,6 +96,7 @@ static int may_follow(const char *link_path, const char *text, ssize_t n,
     char again[PATH_MAX];
     struct stat dir, link;
     char *dir_path = dir_of(link_path);
+    ssize_t m;
     int err = ENOMEM;
 
     if (dir_path)
@@ -115,7 +116,10 @@ static int may_follow(const char *link_path, const char *text, ssize_t n,
     /* the owner seen must be the owner of the text read: in a sticky
      * directory only the link's owner can replace it, and the same text
      * read after the lstat proves it was not swapped in between */
-    if (readlink(link_path, again, sizeof again) != n || memcmp(again, text, (size_t)n) != 0)
+    FF_SYSCALL(err, intr, m = readlink(link_path, again, sizeof again));
+    if (err)
+        return err == EINVAL || err == ENOENT ? EAGAIN : err;
+    if (m != n || memcmp(again, text, (size_t)n) != 0)
         return EAGAIN;
     return 0;
 }
@@ -127,12 +131,13 @@ static int resolve_symlinks(struct ff_atomic *a)
     int hops;
 
     for (hops = 0;; hops++) {
-        ssize_t n = readlink(a->target, link, sizeof link);
+        ssize_t n;
         char *next, *dir;
         int err;
 
-        if (n < 0) /* not a symlink, or nothing there yet: this is the file */
-            return errno == EINVAL || errno == ENOENT || errno == ENOTDIR ? 0 : errno;
+        FF_SYSCALL(err, a->intr, n = readlink(a->target, link, sizeof link));
+        if (err) /* not a symlink, or nothing there yet: this is the file */
+            return err == EINVAL || err == ENOENT || err == ENOTDIR ? 0 : err;
         if ((size_t)n == sizeof link)
             return ENAMETOOLONG;
         if (hops == FF_MAX_SYMLINKS)
@@ -209,7 +214,8 @@ int ff_atomic_unchanged(struct ff_atomic *a, const char *buf, size_t len, const 
     if (err)
         return 0;
     /* total + 1: a file that grew since fstat is not the same */
-    same = fstat(a->step_fd, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size == total
+    FF_SYSCALL(err, a->intr, fstat(a->step_fd, &st));
+    same = !err && S_ISREG(st.st_mode) && (size_t)st.st_size == total
            && (a->step_mem = malloc(total + 1)) != NULL
            && !ff_read_full(a->step_fd, a->step_mem, total + 1, &got, a->intr) && got == total
            && memcmp(a->step_mem, buf, len) == 0
@@ -239,11 +245,14 @@ mode_t ff_temp_mode(const struct ff_atomic *a, int preserve)
  * us; the one left risk is another writer of ours with the same name (same
  * PID on another node) that has just created it and written nothing yet:
  * its rename then fails with ENOENT, its target untouched. */
-static int own_orphan(int dirfd, const char *name, mode_t mode, const struct timespec *started)
+static int own_orphan(int dirfd, const char *name, mode_t mode, const struct timespec *started,
+                      const struct ff_eintr *intr)
 {
     struct stat st;
+    int err;
 
-    return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)
+    FF_SYSCALL(err, intr, fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW));
+    return !err && S_ISREG(st.st_mode)
            && st.st_nlink == 1 && st.st_uid == geteuid() && st.st_size == 0
            && (st.st_mode & 07777 & ~mode) == 0 && st.st_ctime + 1 >= started->tv_sec;
 }
@@ -262,10 +271,10 @@ int ff_open_excl(int dirfd, const char *name, mode_t mode, int *fd,
         if (*fd >= 0)
             return 0;
         err = errno;
-        if (err == EEXIST && after_eintr && own_orphan(dirfd, name, mode, &started)) {
+        if (err == EEXIST && after_eintr && own_orphan(dirfd, name, mode, &started, intr)) {
             /* NFS or FUSE created it, then answered EINTR: ours, removed,
              * the same name tried once more */
-            unlinkat(dirfd, name, 0);
+            FF_SYSCALL(err, intr, unlinkat(dirfd, name, 0));
             after_eintr = 0;
             continue;
         }
@@ -273,8 +282,8 @@ int ff_open_excl(int dirfd, const char *name, mode_t mode, int *fd,
             return err;
         after_eintr = 1;
         if (!ff_retry_eintr(intr, &spins)) {
-            if (own_orphan(dirfd, name, mode, &started))
-                unlinkat(dirfd, name, 0);
+            if (own_orphan(dirfd, name, mode, &started, NULL))
+                FF_SYSCALL(err, NULL, unlinkat(dirfd, name, 0));
             return EINTR;
         }
     }
@@ -559,7 +568,7 @@ void ff_wbuf_free(struct ff_wbuf *b)
  * hard link, which never replaces either. */
 static int rename_noreplace(struct ff_atomic *a)
 {
-    int err;
+    int err, undo;
 
     FF_SYSCALL(err, a->intr, rename_exclusive(AT_FDCWD, a->temp, a->target));
     if (err != EINVAL && err != ENOSYS && err != EOPNOTSUPP)
@@ -573,7 +582,7 @@ static int rename_noreplace(struct ff_atomic *a)
             a->created = 0;
             return 0;
         }
-        unlink(a->target);
+        FF_SYSCALL(undo, NULL, unlink(a->target));
         return err;
     }
     if (err == EPERM || err == ENOSYS || err == EOPNOTSUPP)
@@ -586,7 +595,7 @@ static int rename_noreplace(struct ff_atomic *a)
 int ff_renameat_noreplace(int dirfd, const char *from, const char *to, int *unsupported,
                           const struct ff_eintr *intr)
 {
-    int err;
+    int err, undo;
 
     *unsupported = 0;
     FF_SYSCALL(err, intr, rename_exclusive(dirfd, from, to));
@@ -598,7 +607,7 @@ int ff_renameat_noreplace(int dirfd, const char *from, const char *to, int *unsu
         FF_SYSCALL(err, intr, unlinkat(dirfd, from, 0));
         if (!err)
             return 0;
-        unlinkat(dirfd, to, 0);
+        FF_SYSCALL(undo, NULL, unlinkat(dirfd, to, 0));
         return err;
     }
     *unsupported = err == EPERM || err == ENOSYS || err == EOPNOTSUPP;
@@ -707,14 +716,16 @@ int ff_atomic_commit(struct ff_atomic *a)
 
 void ff_atomic_discard(struct ff_atomic *a)
 {
-    int saved = errno;
+    int saved = errno, err;
 
     if (a->fd >= 0) {
         close(a->fd);
         a->fd = -1;
     }
+    /* no callback: this runs while perl unwinds, where no handler may
+     * run; EINTR (FUSE, NFS) is still retried, bounded */
     if (a->created) {
-        unlink(a->temp);
+        FF_SYSCALL(err, NULL, unlink(a->temp));
         a->created = 0;
     }
     release_step(a);
@@ -737,12 +748,14 @@ int ff_open_read(const char *path, int *fd, const struct ff_eintr *intr)
     return err;
 }
 
-int ff_size_hint(int fd, size_t *size)
+int ff_size_hint(int fd, size_t *size, const struct ff_eintr *intr)
 {
     struct stat st;
+    int err;
 
-    if (fstat(fd, &st) < 0)
-        return errno;
+    FF_SYSCALL(err, intr, fstat(fd, &st));
+    if (err)
+        return err;
     *size = S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size : 0;
     return 0;
 }

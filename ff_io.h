@@ -179,7 +179,7 @@ int ff_open_read(const char *path, int *fd, const struct ff_eintr *intr);
 
 /* The size fstat(2) reports when it can be trusted as a first guess (a
  * regular file), else 0: /proc, pipes and the like say nothing useful. */
-int ff_size_hint(int fd, size_t *size);
+int ff_size_hint(int fd, size_t *size, const struct ff_eintr *intr);
 
 /* One read(2) of up to len bytes, EINTR retried; *got is 0 at end of file. */
 int ff_read_some(int fd, char *buf, size_t len, size_t *got, const struct ff_eintr *intr);

@@ -8,6 +8,9 @@
 #   (write, writev, the temp's openat, rename); target untouched, no temp.
 #   EINTRs that each come with a signal (a handler runs each time) are not
 #   bounded: 150 of them still end in a written file.
+# - One EINTR in each syscall a call makes (found from a clean run, not
+#   listed by hand), the cleanup's after a failed write too: the call ends
+#   as without it, no temp left.
 # - An exclusive create retried after an EINTR finds the temp its first
 #   attempt made (NFS or FUSE create, then answer EINTR): that file is
 #   removed, nothing is left: on fastfs, whose "created" rule does exactly
@@ -84,6 +87,73 @@ for my $c (@forever) {
     is($r->{ret}, 150, '... the handler ran 150 times');
     is(slurp($t), "new\n", '... content');
     is_deeply([ temps_in($dir) ], [], '... no temp left');
+}
+
+# ------------------------------- one EINTR in each syscall a call makes
+
+# Every syscall of the core retries EINTR (bounded), the cleanup's too (no
+# handler runs there: perl is unwinding). Found, not listed: the syscalls
+# each call makes on its own paths are taken from a clean run, then each
+# one, in turn, answers EINTR once: the call must end as the clean run did
+# (written, or the injected error), and leave no temp. A syscall added later
+# is swept with the rest.
+{
+    my @sweep = (
+        [ 'file_set_contents, follow_symlinks, preserve, fsync, if_changed',
+          'file_set_contents($T, "new\n", { follow_symlinks => 1, preserve => 1, fsync => 1, if_changed => 1 })' ],
+        [ 'file_set_contents, mkdir, fsync',
+          'file_set_contents("$T.d/x/y", "new\n", { mkdir => 1, fsync => 1 }); rename "$T.d/x/y", $T' ],
+        [ 'FastFile::Writer, follow_symlinks, preserve, fsync',
+          'my $w = FastFile::Writer->new($T, { follow_symlinks => 1, preserve => 1, fsync => 1 }); $w->print("new\n"); $w->commit' ],
+        [ 'file_set_contents_many, follow_symlinks, preserve, fsync',
+          'file_set_contents_many([ $T => "new\n" ], { follow_symlinks => 1, preserve => 1, fsync => 1 })' ],
+        [ 'file_get_contents', 'file_get_contents($T) eq "old\n" or die "read: wrong bytes\n"' ],
+        [ 'file_read_firstline', 'file_read_firstline($T) eq "old" or die "read: wrong line\n"' ],
+        # the cleanup after a failed write
+        [ 'file_set_contents, the write fails', 'file_set_contents($T, "new\n")', 'write:error=ENOSPC' ],
+        [ 'FastFile::Writer, the write fails',
+          'my $w = FastFile::Writer->new($T); $w->print("new\n"); $w->commit', 'write:error=ENOSPC' ],
+        [ 'file_set_contents_many, the write fails', 'file_set_contents_many([ $T => "new\n" ])', 'write:error=ENOSPC' ],
+    );
+    my ($cases, $syscalls) = (0, 0);
+    for my $c (@sweep) {
+        my ($label, $code, $fault) = @$c;
+        my $d = "$dir/sweep" . ++$n;
+        mkdir $d or die "mkdir $d: $!";
+        my $t = "$d/link";          # a symlink to "real" (followed, or replaced)
+        my $fresh = sub {
+            system('rm', '-rf', glob("$d/*")) == 0 or die "rm: $?";
+            spew("$d/real", "old\n", 0640);
+            symlink 'real', $t or die "symlink: $!";
+        };
+        my @paths = ($d, $t, "$d/real", map({ ("$_.tmp.%PID%") } $t, "$d/real"),
+                     "$t.d", "$t.d/x", "$t.d/x/y", "$t.d/x/y.tmp.%PID%");
+        my @fault = $fault ? ($fault) : ();
+        my $outcome = sub {
+            my ($r) = @_;
+            my $err = $r->{ok} ? '' : $r->{err} // '';
+            return join '|', $err, slurp("$d/real") // '-', slurp($t) // '-', -l $t ? 'link' : 'file';
+        };
+        $fresh->();
+        my $clean = strace_call($code, target => $t, pid => $FFTest::PID, paths => \@paths, inject => \@fault);
+        my $want = $outcome->($clean);
+        my %seen;
+        my @names = sort grep { !$seen{$_}++ && $_ !~ /\A(?:close|write|writev|chdir)\z/ }
+            map { $_->{name} } @{ $clean->{calls} };
+        ok(@names >= 2, "$label: its syscalls found (@names)");
+        for my $name (@names) {
+            $fresh->();
+            my $r = strace_call($code, target => $t, pid => $FFTest::PID, paths => \@paths,
+                                inject => [ @fault, "$name:error=EINTR:when=1" ]);
+            ok($r->{injected} >= 1, "$label, $name: EINTR injected") or next;
+            is($outcome->($r), $want, "$label, $name answers EINTR once: as without it")
+                or diag($r->{err});
+            is_deeply([ temps_in($d), -d "$t.d/x" ? temps_in("$t.d/x") : () ], [], "$label, $name: no temp left");
+            $syscalls++;
+        }
+        $cases++;
+    }
+    note "one EINTR each: $syscalls syscalls of $cases calls";
 }
 
 # ------------------------------------- an exclusive create retried after EINTR
