@@ -308,6 +308,15 @@ static int look_at_target(struct ff_batch *b, size_t i)
     }
     a->old = st;
     a->have_old = S_ISREG(st.st_mode);
+    if (b->opt.preserve && a->have_old && st.st_uid != geteuid()) {
+        /* another user's file: kept only where ff_sticky_trusts says */
+        a->step = FF_STEP_PRESERVE;
+        FF_SYSCALL(err, b->intr, fstat(b->dirs[b->files[i].dir].fd, &st));
+        if (err)
+            return err;
+        if (!ff_sticky_trusts(&st, a->old.st_uid))
+            return EACCES;
+    }
     a->step = FF_STEP_NONE;
     return 0;
 }

@@ -84,6 +84,12 @@ int ff_atomic_init(struct ff_atomic *a, const char *path, const struct ff_option
     return a->target ? 0 : ENOMEM;
 }
 
+int ff_sticky_trusts(const struct stat *dir, uid_t owner)
+{
+    return (dir->st_mode & (S_ISVTX | S_IWOTH)) != (S_ISVTX | S_IWOTH)
+           || owner == geteuid() || owner == dir->st_uid;
+}
+
 /* fs.protected_symlinks, applied whatever the sysctl says: a symlink in a
  * sticky world-writable directory is followed only when its owner is the
  * follower (our euid) or the directory's owner; else EACCES, as the kernel
@@ -111,7 +117,7 @@ static int may_follow(const char *link_path, const char *text, ssize_t n,
         return err == ENOENT ? EAGAIN : err;
     if (!S_ISLNK(link.st_mode))
         return EAGAIN;
-    if (link.st_uid != geteuid() && link.st_uid != dir.st_uid)
+    if (!ff_sticky_trusts(&dir, link.st_uid))
         return EACCES;
     /* the owner seen must be the owner of the text read: in a sticky
      * directory only the link's owner can replace it, and the same text
@@ -376,10 +382,33 @@ static void put_decimal(char *out, long n)
     *out = '\0';
 }
 
+/* preserve: another user's old file is kept only where ff_sticky_trusts
+ * says (asked here, not in prepare: if_changed may find nothing to do). */
+static int may_preserve(struct ff_atomic *a)
+{
+    struct stat dir;
+    int err;
+
+    if (!a->opt.preserve || !a->have_old || a->old.st_uid == geteuid())
+        return 0;
+    a->step = FF_STEP_PRESERVE;
+    a->step_mem = dir_of(a->target);
+    err = ENOMEM;
+    if (a->step_mem)
+        FF_SYSCALL(err, a->intr, stat(a->step_mem, &dir));
+    release_step(a);
+    if (!err && !ff_sticky_trusts(&dir, a->old.st_uid))
+        err = EACCES;
+    return err;
+}
+
 int ff_atomic_create(struct ff_atomic *a, long pid)
 {
     size_t len = strlen(a->target);
-    int err;
+    int err = may_preserve(a);
+
+    if (err)
+        return err;
 
     a->temp = malloc(len + sizeof ".tmp." + 3 * sizeof(long) + FF_TEMP_SUFFIX_MAX);
     if (!a->temp)

@@ -69,6 +69,7 @@ enum ff_step {
     FF_STEP_NONE,
     FF_STEP_RESOLVE,   /* following symlinks (target) */
     FF_STEP_STAT,      /* looking at the old target (target) */
+    FF_STEP_PRESERVE,  /* preserve: another user's file in a sticky directory (target) */
     FF_STEP_MKDIR,     /* creating parent directories (target) */
     FF_STEP_OPEN,      /* creating the temp (temp) */
     FF_STEP_OWNER,     /* preserve: fchown (temp) */
@@ -217,6 +218,12 @@ mode_t ff_temp_mode(const struct ff_atomic *a, int preserve);
  * removes it and tries the name again, so nothing is left behind. */
 int ff_open_excl(int dirfd, const char *name, mode_t mode, int *fd,
                  const struct ff_eintr *intr);
+/* The kernel's rule for sticky world-writable directories (/tmp), applied
+ * whatever fs.protected_symlinks and fs.protected_regular say: there, only
+ * what belongs to us (the euid) or to the directory's owner is trusted (a
+ * link followed, an old file's owner and mode kept by preserve). 1 when
+ * dir is not such a directory or owner is one of those. */
+int ff_sticky_trusts(const struct stat *dir, uid_t owner);
 /* preserve: owner, then mode, of a->old onto the open temp. */
 int ff_atomic_preserve(struct ff_atomic *a);
 /* noclobber: rename a->temp to a->target without replacing anything. */

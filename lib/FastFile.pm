@@ -160,6 +160,15 @@ others, one with C<0644> over a C<0600> file shows them only as the final
 file will. The same holds for L</atomic_writer> (for the whole stream) and
 L</file_set_contents_many>.
 
+In a sticky world-writable directory (such as F</tmp>) an old file is
+preserved only when it belongs to the caller (the effective uid) or to the
+directory's owner, the rule of the kernel's C<fs.protected_regular>, applied
+whatever that sysctl says: anyone may plant a file there, and taking its
+owner and mode would hand its planter the new contents. Any other dies
+with C<EACCES>, C<unable to preserve owner and mode of 'FILE' - Permission
+denied>, before anything is written; the file is left alone. +1 C<geteuid>,
+and +1 C<stat> of the directory when the old file is another user's.
+
 =item C<< if_changed => 1 >>
 
 When the target already holds exactly these bytes, nothing is created, written
@@ -445,6 +454,13 @@ that writes.
 With C<mkdir>: a missing directory could not be made (C<EACCES>, C<EROFS>,
 C<ENOTDIR> when a file is in the way). Fix the permissions or remove what is
 in the way.
+
+=item C<unable to preserve owner and mode of 'FILENAME' - Permission denied>
+
+With C<preserve>: the target is another user's file in a sticky
+world-writable directory, whose owner and mode are not taken (see
+C<preserve>); it may be a trap planted there. Remove it, or write without
+C<preserve>.
 
 =item C<unable to follow symlinks of 'FILENAME' - $!>
 

@@ -412,10 +412,13 @@ subtest 'preserve: syscalls and errors' => sub {
     # root gives the old file to another user; anyone else keeps it
     my ($ou, $og) = $> == 0 ? (65534, 65534) : ($>, (split ' ', $))[0]);
     my $old = sub { spew("$d/f", 'old', 0640); chown $ou, $og, "$d/f" or die "chown: $!" };
+    # whose file it is; another user's makes preserve look at the directory
+    # (a sticky world-writable one keeps only the caller's or its owner's)
+    my @LOOK = ("geteuid() = $>", $ou == $> ? () : 'newfstatat(AT_FDCWD, "D", {...}, 0) = 0');
 
     $old->();
     my $t = traced(dir => $d, code => q{file_set_contents("$D/f", $DATA, { preserve => 1 })});
-    seq_is($t, [ LSTAT('D/f'), T_OPEN('D/f', '0600'), WRITE64, "fchown(FD, $ou, $og) = 0", 'fchmod(FD, 0640) = 0',
+    seq_is($t, [ LSTAT('D/f'), @LOOK, T_OPEN('D/f', '0600'), WRITE64, "fchown(FD, $ou, $og) = 0", 'fchmod(FD, 0640) = 0',
                  CLOSE, RENAME('D/f') ], 'preserve => 1 (target exists)');
     push @TRACES_WITHOUT_FSYNC, [ 'preserve', $t ];
     is(sprintf('%04o', mode_of("$d/f")), '0640', 'mode kept');
@@ -435,7 +438,7 @@ subtest 'preserve: syscalls and errors' => sub {
     is(slurp("$d/f"), 'old', 'target untouched');
     is(sprintf('%04o', mode_of("$d/f")), '0640', 'target mode untouched');
     no_temps('fchmod EPERM', $d);
-    seq_is($t, [ LSTAT('D/f'), T_OPEN('D/f', '0600'), WRITE64, "fchown(FD, $ou, $og) = 0",
+    seq_is($t, [ LSTAT('D/f'), @LOOK, T_OPEN('D/f', '0600'), WRITE64, "fchown(FD, $ou, $og) = 0",
                  'fchmod(FD, 0640) = -1 EPERM (INJECTED)', CLOSE, UNLINK('D/f') ],
            'preserve => 1, fchmod fails');
 
@@ -454,7 +457,7 @@ subtest 'preserve: syscalls and errors' => sub {
     is($t->{err}, '', 'fchown EPERM is ignored');
     is(slurp("$d/f"), $KiB64, 'fchown EPERM: file written');
     is(sprintf('%04o', mode_of("$d/f")), '0640', 'fchown EPERM: mode still set');
-    is_deeply($t->{seq}, [ LSTAT('D/f'), T_OPEN('D/f', '0600'), WRITE64, "fchown(FD, $ou, $og) = -1 EPERM (INJECTED)",
+    is_deeply($t->{seq}, [ LSTAT('D/f'), @LOOK, T_OPEN('D/f', '0600'), WRITE64, "fchown(FD, $ou, $og) = -1 EPERM (INJECTED)",
                            "fchown(FD, -1, $og) = -1 EPERM (INJECTED)", 'fchmod(FD, 0640) = 0', CLOSE, RENAME('D/f') ],
               'fchown EPERM: fchmod and the rest follow');
     no_temps('fchown EPERM', $d);
@@ -507,7 +510,9 @@ subtest 'preserve as a non-root user: EPERM from fchown is ignored' => sub {
     my $t = traced(dir => $d, pre => qq{\$) = "$gid $gid"; POSIX::setgid($gid) or die; POSIX::setuid($uid) or die},
                    code => q{file_set_contents("$D/g", $DATA, { preserve => 1 })});
     is($t->{err}, '', 'traced as nobody: no error');
-    seq_is($t, [ LSTAT('D/g'), T_OPEN('D/g', '0600'), WRITE64, 'fchown(FD, 0, 0) = -1 EPERM',
+    # root's file: preserve looks at the directory first (sticky: refused)
+    seq_is($t, [ LSTAT('D/g'), "geteuid() = $uid", 'newfstatat(AT_FDCWD, "D", {...}, 0) = 0',
+                 T_OPEN('D/g', '0600'), WRITE64, 'fchown(FD, 0, 0) = -1 EPERM',
                  'fchown(FD, -1, 0) = -1 EPERM', 'fchmod(FD, 0640) = 0',
                  CLOSE, RENAME('D/g') ], 'preserve => 1 as nobody over a root file');
     is(owner_of("$d/g"), "$uid:$gid", 'owned by nobody');
@@ -820,10 +825,11 @@ subtest 'fsync + preserve + if_changed' => sub {
     spew("$d/f", 'y' x 65536, 0640);
     chown $ou, $og, "$d/f" or die "chown: $!";
     my $t = traced(dir => $d, code => q{file_set_contents("$D/f", $DATA, { fsync => 1, preserve => 1, if_changed => 1 })});
-    seq_is($t, [ LSTAT('D/f'), COMPARE('D/f'), T_OPEN('D/f', '0600'), WRITE64, "fchown(FD, $ou, $og) = 0",
+    my @look = ("geteuid() = $>", $ou == $> ? () : 'newfstatat(AT_FDCWD, "D", {...}, 0) = 0');
+    seq_is($t, [ LSTAT('D/f'), COMPARE('D/f'), @look, T_OPEN('D/f', '0600'), WRITE64, "fchown(FD, $ou, $og) = 0",
                  'fchmod(FD, 0640) = 0', 'fdatasync(FD) = 0', CLOSE, RENAME('D/f'), DIRSYNC('D') ],
            'fsync + preserve + if_changed, changed');
-    is(scalar(grep { /^newfstatat\(AT_FDCWD,/ } @{ $t->{seq} }), 1, 'one lstat serves preserve and if_changed');
+    is(scalar(grep { /^newfstatat\(AT_FDCWD, "D\/f"/ } @{ $t->{seq} }), 1, 'one lstat serves preserve and if_changed');
 
     $t = traced(dir => $d, code => q{file_set_contents("$D/f", $DATA, { fsync => 1, preserve => 1, if_changed => 1 })});
     is($t->{ret}, 0, 'traced unchanged: returns 0');

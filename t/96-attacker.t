@@ -247,6 +247,38 @@ sub planted_cases {
             end_checks($label, $c, real => "$c->{dir}/real", content => $SECRET, mode => 0644);
         }
 
+        # preserve of a file the attacker planted at the target name: its
+        # owner and mode are not taken (they would hand the attacker the
+        # new contents); refused with EACCES as fs.protected_regular would
+        # refuse root's open of it, whatever that sysctl says. A file of
+        # the follower or of the directory's owner is preserved.
+        for my $api (@APIS) {
+            my $label = "ps=$ps sticky $api preserve: the attacker's file at the target";
+            my $c = new_case('sticky');
+            my $t = "$c->{dir}/report";
+            my $planted = as_attacker(sub { spew($t, "bait\n", 0666); chmod 0666, $t or die "$!\n"; 'planted' });
+            is($planted, 'ok planted', "$label: planted");
+            my ($ok, $err, $errno) = victim($api, $t, $SECRET, { preserve => 1, perm => 0600 });
+            ok(!$ok, "$label: refused");
+            is($errno, Errno::EACCES(), "$label: EACCES");
+            like($err, qr/^unable to preserve owner and mode of '\Q$t\E' - \Q${\ errno_text(Errno::EACCES())}\E\n/,
+                 "$label: the message says why");
+            is(fingerprint($c->{dir}), "report=f:bait\n:$NOBODY:0666", "$label: the attacker's file left as it was");
+            end_checks($label, $c);
+        }
+        for my $owner (qw(follower dir-owner)) {
+            my $label = "ps=$ps sticky file_set_contents preserve: a file of the $owner";
+            my $c = new_case('sticky');
+            my $t = "$c->{dir}/report";
+            chown $NOBODY, $NOGROUP, $c->{dir} or die if $owner eq 'dir-owner';
+            spew($t, "old\n", 0640);
+            chown $NOBODY, $NOGROUP, $t or die if $owner eq 'dir-owner';
+            my ($ok, $err) = victim('file_set_contents', $t, $SECRET, { preserve => 1 });
+            ok($ok, "$label: preserved") or diag($err);
+            is((lstat $t)[4], $owner eq 'dir-owner' ? $NOBODY : 0, "$label: its owner kept");
+            end_checks($label, $c, real => $t, content => $SECRET, mode => 0640);
+        }
+
         # the readers through the attacker's link: as perl's own open
         for my $reader (qw(file_get_contents file_read_firstline)) {
             my $label = "ps=$ps sticky $reader: the attacker's link at the name";
