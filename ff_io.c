@@ -191,6 +191,12 @@ int ff_atomic_prepare(struct ff_atomic *a)
     return 0;
 }
 
+static void release_step_mem(struct ff_atomic *a)
+{
+    free(a->step_mem);
+    a->step_mem = NULL;
+}
+
 /* Close and free what the current step holds; keeps errno. */
 static void release_step(struct ff_atomic *a)
 {
@@ -198,13 +204,34 @@ static void release_step(struct ff_atomic *a)
         ff_close_read(a->step_fd);
         a->step_fd = -1;
     }
-    free(a->step_mem);
-    a->step_mem = NULL;
+    release_step_mem(a);
+}
+
+/* *trusted: 1 when a file of owner at the target may be taken as it is
+ * (preserve keeps its owner and mode, if_changed leaves it): ours, or not in
+ * a sticky world-writable directory, or there of the directory's owner
+ * (ff_sticky_trusts). Anyone can plant a file in /tmp. Uses step_mem. */
+static int owner_trusted(struct ff_atomic *a, uid_t owner, int *trusted)
+{
+    struct stat dir;
+    int err = ENOMEM;
+
+    *trusted = owner == geteuid();
+    if (*trusted)
+        return 0;
+    a->step_mem = dir_of(a->target);
+    if (a->step_mem)
+        FF_SYSCALL(err, a->intr, stat(a->step_mem, &dir));
+    release_step_mem(a);
+    if (!err)
+        *trusted = ff_sticky_trusts(&dir, owner);
+    return err;
 }
 
 int ff_atomic_unchanged(struct ff_atomic *a, const char *buf, size_t len, const char *tail,
                         size_t tail_len)
 {
+    int trusted = 0;
     struct stat st;
     size_t got, total = len + tail_len;
     int err, same;
@@ -221,7 +248,10 @@ int ff_atomic_unchanged(struct ff_atomic *a, const char *buf, size_t len, const 
         return 0;
     /* total + 1: a file that grew since fstat is not the same */
     FF_SYSCALL(err, a->intr, fstat(a->step_fd, &st));
+    /* the owner of what is compared (fstat): another user's file planted
+     * in /tmp is replaced by ours, not left to them */
     same = !err && S_ISREG(st.st_mode) && (size_t)st.st_size == total
+           && !owner_trusted(a, st.st_uid, &trusted) && trusted
            && (a->step_mem = malloc(total + 1)) != NULL
            && !ff_read_full(a->step_fd, a->step_mem, total + 1, &got, a->intr) && got == total
            && memcmp(a->step_mem, buf, len) == 0
@@ -386,20 +416,13 @@ static void put_decimal(char *out, long n)
  * says (asked here, not in prepare: if_changed may find nothing to do). */
 static int may_preserve(struct ff_atomic *a)
 {
-    struct stat dir;
-    int err;
+    int err, trusted;
 
-    if (!a->opt.preserve || !a->have_old || a->old.st_uid == geteuid())
+    if (!a->opt.preserve || !a->have_old)
         return 0;
     a->step = FF_STEP_PRESERVE;
-    a->step_mem = dir_of(a->target);
-    err = ENOMEM;
-    if (a->step_mem)
-        FF_SYSCALL(err, a->intr, stat(a->step_mem, &dir));
-    release_step(a);
-    if (!err && !ff_sticky_trusts(&dir, a->old.st_uid))
-        err = EACCES;
-    return err;
+    err = owner_trusted(a, a->old.st_uid, &trusted);
+    return err ? err : trusted ? 0 : EACCES;
 }
 
 int ff_atomic_create(struct ff_atomic *a, long pid)

@@ -174,8 +174,12 @@ and +1 C<stat> of the directory when the old file is another user's.
 When the target already holds exactly these bytes, nothing is created, written
 or renamed and the call returns 0. The sizes are compared first (C<lstat>);
 the file is read (one read of the whole size, as L</file_get_contents> does)
-only when they match. Unchanged: C<lstat>, C<openat>, C<fstat>, 2 C<read>,
-C<close>. Changed: +1 syscall (C<lstat>), or +6 when only the bytes differ.
+only when they match. Unchanged: C<lstat>, C<openat>, C<fstat>, C<geteuid>,
+2 C<read>, C<close>. Changed: +1 syscall (C<lstat>), or +7 when only the bytes
+differ. Another user's file in a sticky world-writable directory (such as
+F</tmp>: anyone may plant one there) is never taken as unchanged, whatever
+it holds: it is replaced, so that the file is then the caller's (+1 C<stat>
+of the directory for another user's file).
 The file is opened with C<O_NONBLOCK> and C<O_NOFOLLOW> and compared only if
 C<fstat> shows a regular file of that size: a FIFO or symlink swapped in after
 the C<lstat> is replaced, never waited on or followed. On pmxcfs,

@@ -123,8 +123,11 @@ sub UNLINK  { qq{unlink("$_[0].tmp.PID") = 0} }
 sub STATDIR { qq{newfstatat(AT_FDCWD, "$_[0]", {...}, 0) = 0} }    # a link's directory (follow_symlinks)
 sub LSTAT   { qq{newfstatat(AT_FDCWD, "$_[0]", {...}, AT_SYMLINK_NOFOLLOW) = 0} }
 sub LSTAT_ENOENT { qq{newfstatat(AT_FDCWD, "$_[0]", PTR, AT_SYMLINK_NOFOLLOW) = -1 ENOENT} }
-sub COMPARE { ( qq{openat(AT_FDCWD, "$_[0]", O_RDONLY|O_NONBLOCK|O_NOFOLLOW|O_CLOEXEC) = FD},
-                'newfstatat(FD, "", {...}, AT_EMPTY_PATH) = 0', 'read(FD, ..., 65537) = 65536', 'read(FD, ..., 1) = 0', CLOSE() ) }
+# @look: whose file it is (another user's: is the directory sticky?), by default ours
+sub COMPARE { my ($p, @look) = @_; @look = ("geteuid() = $>") unless @look;
+              ( qq{openat(AT_FDCWD, "$p", O_RDONLY|O_NONBLOCK|O_NOFOLLOW|O_CLOEXEC) = FD},
+                'newfstatat(FD, "", {...}, AT_EMPTY_PATH) = 0', @look,
+                'read(FD, ..., 65537) = 65536', 'read(FD, ..., 1) = 0', CLOSE() ) }
 sub DIRSYNC { my ($d, $r) = @_; $r //= '0';
               ( qq{openat(AT_FDCWD, "$d", O_RDONLY|O_CLOEXEC|O_DIRECTORY) = FD},
                 "fsync(FD) = $r", CLOSE() ) }
@@ -824,16 +827,16 @@ subtest 'fsync + preserve + if_changed' => sub {
     need_strace();
     spew("$d/f", 'y' x 65536, 0640);
     chown $ou, $og, "$d/f" or die "chown: $!";
-    my $t = traced(dir => $d, code => q{file_set_contents("$D/f", $DATA, { fsync => 1, preserve => 1, if_changed => 1 })});
     my @look = ("geteuid() = $>", $ou == $> ? () : 'newfstatat(AT_FDCWD, "D", {...}, 0) = 0');
-    seq_is($t, [ LSTAT('D/f'), COMPARE('D/f'), @look, T_OPEN('D/f', '0600'), WRITE64, "fchown(FD, $ou, $og) = 0",
+    my $t = traced(dir => $d, code => q{file_set_contents("$D/f", $DATA, { fsync => 1, preserve => 1, if_changed => 1 })});
+    seq_is($t, [ LSTAT('D/f'), COMPARE('D/f', @look), @look, T_OPEN('D/f', '0600'), WRITE64, "fchown(FD, $ou, $og) = 0",
                  'fchmod(FD, 0640) = 0', 'fdatasync(FD) = 0', CLOSE, RENAME('D/f'), DIRSYNC('D') ],
            'fsync + preserve + if_changed, changed');
     is(scalar(grep { /^newfstatat\(AT_FDCWD, "D\/f"/ } @{ $t->{seq} }), 1, 'one lstat serves preserve and if_changed');
 
     $t = traced(dir => $d, code => q{file_set_contents("$D/f", $DATA, { fsync => 1, preserve => 1, if_changed => 1 })});
     is($t->{ret}, 0, 'traced unchanged: returns 0');
-    seq_is($t, [ LSTAT('D/f'), COMPARE('D/f') ], 'fsync + preserve + if_changed, unchanged');
+    seq_is($t, [ LSTAT('D/f'), COMPARE('D/f', @look) ], 'fsync + preserve + if_changed, unchanged');
     push @TRACES_WITHOUT_FSYNC, [ 'fsync+preserve+if_changed, unchanged (nothing to sync)', $t ];
 };
 

@@ -266,6 +266,22 @@ sub planted_cases {
             is(fingerprint($c->{dir}), "report=f:bait\n:$NOBODY:0666", "$label: the attacker's file left as it was");
             end_checks($label, $c);
         }
+        # if_changed over the attacker's file holding exactly the bytes: not
+        # "unchanged" (the attacker would keep writing the victim's file);
+        # replaced by the victim's own, with the victim's mode
+        for my $api (grep { $_ ne 'writer' } @APIS) {    # the writer has no if_changed
+            my $label = "ps=$ps sticky $api if_changed: the attacker's identical file";
+            my $c = new_case('sticky');
+            my $t = "$c->{dir}/conf";
+            my $planted = as_attacker(sub { spew($t, $SECRET); chmod 0666, $t or die "$!\n"; 'planted' });
+            is($planted, 'ok planted', "$label: planted");
+            my ($ok, $err) = victim($api, $t, $SECRET, { if_changed => 1, perm => 0600 });
+            ok($ok, "$label: the call succeeds") or diag($err);
+            is((lstat $t)[4], 0, "$label: the file is the victim's now");
+            like(as_attacker(sub { open(my $fh, '>>', $t) ? 'wrote' : "refused\n" }), qr/^ok refused/,
+                 "$label: the attacker can no longer write it");
+            end_checks($label, $c, real => $t, content => $SECRET, mode => 0600);
+        }
         for my $owner (qw(follower dir-owner)) {
             my $label = "ps=$ps sticky file_set_contents preserve: a file of the $owner";
             my $c = new_case('sticky');
