@@ -279,8 +279,10 @@ mode_t ff_temp_mode(const struct ff_atomic *a, int preserve)
  * beyond `mode`, changed no earlier than a second before we started
  * (timestamps may be whole seconds). Nobody else can make a file owned by
  * us; the one left risk is another writer of ours with the same name (same
- * PID on another node) that has just created it and written nothing yet:
- * its rename then fails with ENOENT, its target untouched. */
+ * PID in another PID namespace or on another node, or another thread of
+ * this process) that has just created it and written nothing yet: its
+ * rename then fails with ENOENT, its target untouched. That is why the
+ * name is never created again after the removal (see ff_open_excl). */
 static int own_orphan(int dirfd, const char *name, mode_t mode, const struct timespec *started,
                       const struct ff_eintr *intr)
 {
@@ -298,7 +300,7 @@ int ff_open_excl(int dirfd, const char *name, mode_t mode, int *fd,
 {
     struct timespec started;
     unsigned spins = 0;
-    int err, after_eintr = 0;
+    int err, gone, after_eintr = 0;
 
     /* the vDSO's coarse clock: no syscall, ~10 ns */
     clock_gettime(CLOCK_REALTIME_COARSE, &started);
@@ -308,18 +310,21 @@ int ff_open_excl(int dirfd, const char *name, mode_t mode, int *fd,
             return 0;
         err = errno;
         if (err == EEXIST && after_eintr && own_orphan(dirfd, name, mode, &started, intr)) {
-            /* NFS or FUSE created it, then answered EINTR: ours, removed,
-             * the same name tried once more */
-            FF_SYSCALL(err, intr, unlinkat(dirfd, name, 0));
-            after_eintr = 0;
-            continue;
+            /* NFS or FUSE created it, then answered EINTR: ours, removed.
+             * But the name is not created again: if the file was another
+             * writer's after all, that writer renames by this name, and
+             * would publish our half-written temp as the target. EEXIST:
+             * the caller goes on with a random name, as for any taken
+             * name; the other writer's rename fails, its target intact. */
+            FF_SYSCALL(gone, intr, unlinkat(dirfd, name, 0));
+            return EEXIST;
         }
         if (err != EINTR)
             return err;
         after_eintr = 1;
         if (!ff_retry_eintr(intr, &spins)) {
             if (own_orphan(dirfd, name, mode, &started, NULL))
-                FF_SYSCALL(err, NULL, unlinkat(dirfd, name, 0));
+                FF_SYSCALL(gone, NULL, unlinkat(dirfd, name, 0));
             return EINTR;
         }
     }

@@ -215,7 +215,8 @@ mode_t ff_temp_mode(const struct ff_atomic *a, int preserve);
 /* openat(dirfd, name, O_EXCL...) of a new temp, EINTR retried (bounded).
  * After an EINTR (NFS, FUSE: the server may have created the file) an
  * EEXIST for a file that looks just made by us (see own_orphan in ff_io.c)
- * removes it and tries the name again, so nothing is left behind. */
+ * removes it, so nothing is left behind, and is returned: the caller takes
+ * a random name, never this one again (it may have been another writer's). */
 int ff_open_excl(int dirfd, const char *name, mode_t mode, int *fd,
                  const struct ff_eintr *intr);
 /* The kernel's rule for sticky world-writable directories (/tmp), applied

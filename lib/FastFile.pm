@@ -654,13 +654,16 @@ another cluster node with the same PID), FastFile never removes it: it tries
 C<"$filename.tmp.$$.RANDOM"> instead. The reference unlinks it. One
 exception: when the exclusive create was interrupted (C<EINTR>) and the
 retry finds the name taken, NFS or a FUSE server may have created the file
-before answering C<EINTR>. That file is removed (never opened) and the name
-tried again, but only when it looks exactly like what that create makes: a
-regular file with one link, owned by the effective uid, empty, no mode bit
-beyond the mode asked for, changed since the call began (within the
-second). Nobody else can make a file owned by the caller; at worst another
-writer of the same uid and PID that has just created that name and written
-nothing yet fails its rename with C<ENOENT>, its target untouched.
+before answering C<EINTR>. That file is removed (never opened), but only
+when it looks exactly like what that create makes: a regular file with one
+link, owned by the effective uid, empty, no mode bit beyond the mode asked
+for, changed since the call began (within the second); then a random name
+is taken, never that name again. Nobody else can make a file owned by the
+caller; at worst another writer of the same uid and PID (another PID
+namespace or node, another thread) that has just created that name and
+written nothing yet fails its rename with C<ENOENT>, its target untouched.
+(Creating the name again would let that writer's rename publish this
+call's half-written file.)
 
 =item *
 
