@@ -11,6 +11,8 @@
 # - One EINTR in each syscall a call makes (found from a clean run, not
 #   listed by hand), the cleanup's after a failed write too: the call ends
 #   as without it, no temp left.
+# - A real signal storm (setitimer at 10 kHz, a perl handler): a reader
+#   blocked on a FIFO and 400 writes and reads of every API, none fails.
 # - An exclusive create retried after an EINTR finds the temp its first
 #   attempt made (NFS or FUSE create, then answer EINTR): that file is
 #   removed, nothing is left: on fastfs, whose "created" rule does exactly
@@ -27,6 +29,8 @@ BEGIN { $ENV{LC_ALL} = 'C'; delete $ENV{LANGUAGE} }
 use Test::More;
 use lib 't/lib';
 use FFTest qw(strace_why strace_call calls_named temps_in slurp spew errno_text tempdir);
+use FastFile qw(:all);
+use FastFile::Writer;
 use Errno ();
 use Time::HiRes ();
 
@@ -154,6 +158,52 @@ for my $c (@forever) {
         $cases++;
     }
     note "one EINTR each: $syscalls syscalls of $cases calls";
+}
+
+# ------------------------------------------ a real signal storm, no strace
+
+# setitimer at 10 kHz with a perl handler: every EINTR comes with a signal,
+# so none counts towards the bound, and no call fails: a reader blocked on
+# a FIFO (interrupted again and again until its writer speaks, 0.2 s later)
+# and writes of every API meanwhile.
+SKIP: {
+    require POSIX;
+    skip 'no setitimer', 1 unless eval { Time::HiRes::setitimer(Time::HiRes::ITIMER_REAL(), 0); 1 };
+    my $d = "$dir/storm";
+    mkdir $d or die "mkdir $d: $!";
+    my $fifo = "$d/fifo";
+    POSIX::mkfifo($fifo, 0600) or die "mkfifo: $!";
+    my $pid = fork // die "fork: $!";
+    if (!$pid) {
+        open my $w, '>', $fifo or POSIX::_exit(1);
+        Time::HiRes::sleep(0.2);
+        print {$w} "late\n";
+        close $w;
+        POSIX::_exit(0);
+    }
+    my $signals = 0;
+    local $SIG{ALRM} = sub { $signals++ };
+    Time::HiRes::setitimer(Time::HiRes::ITIMER_REAL(), 0.0001, 0.0001);
+    my $got = eval { file_get_contents($fifo) };
+    my $read_err = $@;
+    my $read_signals = $signals;
+    my ($fails, $writes) = (0, 0);
+    for my $i (1 .. 100) {
+        my $t = "$d/f" . ($i % 4);
+        for my $code (sub { file_set_contents($t, "x" x 65536, { preserve => 1, fsync => $i == 1 }) },
+                      sub { my $w = FastFile::Writer->new($t); $w->print("y" x 65536); $w->commit },
+                      sub { file_set_contents_many([ $t => 'z' x 65536, "$t.b" => 'b' ]) },
+                      sub { file_get_contents($t) }) {
+            $writes++;
+            eval { $code->(); 1 } or $fails++;
+        }
+    }
+    Time::HiRes::setitimer(Time::HiRes::ITIMER_REAL(), 0);
+    waitpid $pid, 0;
+    is($got, "late\n", 'signal storm: the FIFO reader gets its line') or diag($read_err);
+    cmp_ok($read_signals, '>', 100, "signal storm: ... through $read_signals signals");
+    is($fails, 0, "signal storm: $writes writes and reads, none failed ($signals signals in all)");
+    is_deeply([ temps_in($d) ], [], 'signal storm: no temp left');
 }
 
 # ------------------------------------- an exclusive create retried after EINTR
