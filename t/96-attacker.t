@@ -25,6 +25,7 @@ use Test::More;
 use lib 't/lib';
 use FFTest qw(slurp spew temps_in errno_text in_child strace_why strace_call full_testing);
 use Errno ();
+use Fcntl ();
 use File::Temp ();
 use POSIX ();
 
@@ -36,6 +37,11 @@ plan skip_all => 'needs root: the victim is root, the attacker uid 65534 (setuid
 
 my ($NOBODY, $NOGROUP) = (65534, 65534);
 my $SYSCTL = '/proc/sys/fs/protected_symlinks';
+# The sysctl is the machine's: another run of this test at the same time
+# (another checkout, make test -j) would flip it under our cases. flock on
+# the sysctl file itself serialises the runs and leaves no lock file.
+open my $SYSCTL_LOCK, '<', $SYSCTL or plan skip_all => "no $SYSCTL: $!";
+flock $SYSCTL_LOCK, Fcntl::LOCK_EX() or plan skip_all => "cannot lock $SYSCTL: $!";
 my $SYSCTL_WAS = slurp($SYSCTL);
 chomp $SYSCTL_WAS if defined $SYSCTL_WAS;
 
