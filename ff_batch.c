@@ -317,6 +317,11 @@ static int look_at_target(struct ff_batch *b, size_t i)
         if (!ff_sticky_trusts(&st, a->old.st_uid))
             return EACCES;
     }
+    if (b->opt.preserve && a->have_old) {
+        a->step = FF_STEP_PRESERVE;
+        if ((err = ff_atomic_read_acl(a)))
+            return err;
+    }
     a->step = FF_STEP_NONE;
     return 0;
 }

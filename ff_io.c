@@ -24,6 +24,7 @@
 #include <sys/random.h>
 #include <sys/uio.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 
 #ifndef CLOCK_REALTIME_COARSE
 #define CLOCK_REALTIME_COARSE CLOCK_REALTIME    /* Linux's; elsewhere the exact clock */
@@ -427,7 +428,33 @@ static int may_preserve(struct ff_atomic *a)
         return 0;
     a->step = FF_STEP_PRESERVE;
     err = owner_trusted(a, a->old.st_uid, &trusted);
-    return err ? err : trusted ? 0 : EACCES;
+    return err ? err : trusted ? ff_atomic_read_acl(a) : EACCES;
+}
+
+/* The POSIX access ACL, as the kernel stores it: with one, the mode's group
+ * bits are the ACL's mask, not the owning group's permission. */
+#define FF_ACL_XATTR "system.posix_acl_access"
+
+int ff_atomic_read_acl(struct ff_atomic *a)
+{
+    ssize_t n, got;
+    int err;
+
+    /* the size alone first: no ACL (ENODATA), or none possible here, is
+     * the usual answer, one syscall */
+    FF_SYSCALL(err, a->intr, n = lgetxattr(a->target, FF_ACL_XATTR, NULL, 0));
+    if (err == ENODATA || err == ENOTSUP || err == EOPNOTSUPP || err == ENOSYS)
+        return 0;
+    if (err)
+        return err;
+    a->acl = malloc(n > 0 ? (size_t)n : 1);
+    if (!a->acl)
+        return ENOMEM;
+    FF_SYSCALL(err, a->intr, got = lgetxattr(a->target, FF_ACL_XATTR, a->acl, (size_t)n));
+    if (err)
+        return err;     /* ERANGE: it grew meanwhile; a->acl is freed by discard */
+    a->acl_len = (size_t)got;
+    return 0;
 }
 
 int ff_atomic_create(struct ff_atomic *a, long pid)
@@ -469,9 +496,12 @@ int ff_atomic_create(struct ff_atomic *a, long pid)
     return 0;
 }
 
-/* preserve: the old file's owner, then its mode. After the data is written:
- * a write by a user without CAP_FSETID clears set-id bits, and chown may
- * clear them too; chmod last restores them. */
+/* preserve: the old file's owner, its ACL, then its mode. After the data
+ * is written: a write by a user without CAP_FSETID clears set-id bits, and
+ * chown may clear them too; chmod last restores them. The ACL before the
+ * mode: the old mode's group bits are the ACL's mask, and set without the
+ * ACL they would open the file to the owning group, which the ACL may deny
+ * (with it, chmod sets the mask, as the old file has it). */
 static int preserve_old(struct ff_atomic *a)
 {
     int err;
@@ -483,6 +513,11 @@ static int preserve_old(struct ff_atomic *a)
     if (err && err != EPERM)
         return err;
     a->step = FF_STEP_MODE;
+    if (a->acl) {
+        FF_SYSCALL(err, a->intr, fsetxattr(a->fd, FF_ACL_XATTR, a->acl, a->acl_len, 0));
+        if (err)
+            return err;
+    }
     FF_SYSCALL(err, a->intr, fchmod(a->fd, a->old.st_mode & 07777));
     return err;
 }
@@ -788,8 +823,20 @@ void ff_atomic_discard(struct ff_atomic *a)
     release_step(a);
     free(a->temp);
     free(a->target);
-    a->temp = a->target = NULL;
+    free(a->acl);
+    a->temp = a->target = a->acl = NULL;
     errno = saved;
+}
+
+struct ff_atomic ff_atomic_hand_over(struct ff_atomic *a)
+{
+    struct ff_atomic copy = *a;
+
+    /* every field discard frees, closes or removes */
+    a->fd = -1;
+    a->created = 0;
+    a->temp = a->target = a->acl = NULL;
+    return copy;
 }
 
 void ff_atomic_forget(struct ff_atomic *a)

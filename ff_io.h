@@ -97,6 +97,8 @@ struct ff_atomic {
     char *step_mem;    /* if_changed's compare buffer, a directory path; or NULL */
     int have_old;      /* old holds the stat of an existing regular target */
     struct stat old;
+    char *acl;         /* preserve: the old file's access ACL (xattr), or NULL */
+    size_t acl_len;
     enum ff_step step; /* the step that failed */
 };
 
@@ -137,6 +139,11 @@ int ff_atomic_commit(struct ff_atomic *a);
  * closes its copies of the fds but leaves the parent's temp file alone. */
 void ff_atomic_discard(struct ff_atomic *a);
 void ff_atomic_forget(struct ff_atomic *a);
+
+/* A copy of a that owns what a owned (fd, temp, paths, ACL), a left with
+ * nothing for discard to free or remove: the streaming writer keeps the
+ * copy between its calls while a guarded scope's discard runs on a. */
+struct ff_atomic ff_atomic_hand_over(struct ff_atomic *a);
 
 /* write(2) all of buf, retrying short writes and EINTR. A write that
  * returns 0 is reported as ENOSPC. */
@@ -225,7 +232,9 @@ int ff_open_excl(int dirfd, const char *name, mode_t mode, int *fd,
  * link followed, an old file's owner and mode kept by preserve). 1 when
  * dir is not such a directory or owner is one of those. */
 int ff_sticky_trusts(const struct stat *dir, uid_t owner);
-/* preserve: owner, then mode, of a->old onto the open temp. */
+/* preserve: the old file's access ACL into a->acl (none: NULL, 0). */
+int ff_atomic_read_acl(struct ff_atomic *a);
+/* preserve: owner, ACL, then mode, of a->old onto the open temp. */
 int ff_atomic_preserve(struct ff_atomic *a);
 /* noclobber: rename a->temp to a->target without replacing anything. */
 int ff_atomic_rename_noreplace(struct ff_atomic *a);

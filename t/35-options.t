@@ -132,6 +132,8 @@ sub DIRSYNC { my ($d, $r) = @_; $r //= '0';
               ( qq{openat(AT_FDCWD, "$d", O_RDONLY|O_CLOEXEC|O_DIRECTORY) = FD},
                 "fsync(FD) = $r", CLOSE() ) }
 sub PLAIN   { my ($p, $m) = @_; ( T_OPEN($p, $m), WRITE64, CLOSE, RENAME($p) ) }
+# preserve asks for the old file's ACL (none here)
+sub NOACL   { qq{lgetxattr("$_[0]", "system.posix_acl_access", NULL, 0) = -1 ENODATA} }
 
 # ================================================================ validation
 
@@ -409,6 +411,58 @@ subtest 'preserve: mode and owner of the replaced file' => sub {
     no_temps('preserve', $d);
 };
 
+# The old file's POSIX access ACL, as the raw xattr: with an ACL the mode's
+# group bits are its mask, so a mode copied without the ACL gave the owning
+# group the mask's rights, which the ACL denied it. Set and read with the
+# xattr syscalls (no setfacl needed).
+my %XATTR_NR = (x86_64 => [188, 191], aarch64 => [5, 8]);   # setxattr, getxattr
+sub xattr_nr {
+    my ($which) = @_;
+    my $nr = eval { require 'syscall.ph'; $which eq 'set' ? &SYS_setxattr : &SYS_getxattr };
+    return $nr if defined $nr;
+    my ($arch) = grep { $Config::Config{archname} =~ /^\Q$_\E/ } keys %XATTR_NR;
+    return $arch ? $XATTR_NR{$arch}[ $which eq 'set' ? 0 : 1 ] : undef;
+}
+sub acl_of {
+    my ($path) = @_;
+    my $buf = "\0" x 1024;
+    my $n = syscall(xattr_nr('get'), $path, my $name = 'system.posix_acl_access', $buf, length $buf);
+    return $n < 0 ? undef : substr($buf, 0, $n);
+}
+subtest 'preserve: the old file\'s ACL' => sub {
+    require Config;
+    require FastFile::Writer;
+    plan skip_all => 'no xattr syscall numbers for this architecture' unless xattr_nr('set') && xattr_nr('get');
+    my $d = newdir('preserve-acl');
+    # owner rw, user 65534 rw, owning group nothing, mask rw, others nothing:
+    # the mode shows 0660
+    my $acl = pack('V', 2) . join '', map { pack 'vvV', @$_ }
+        [0x01, 6, 0xffffffff], [0x02, 6, 65534], [0x04, 0, 0xffffffff], [0x10, 6, 0xffffffff], [0x20, 0, 0xffffffff];
+    spew("$d/probe", 'x');
+    plan skip_all => "no POSIX ACLs here: $!"
+        if syscall(xattr_nr('set'), "$d/probe", my $name = 'system.posix_acl_access', $acl, length $acl, 0) < 0;
+    my %api = (
+        file_set_contents => sub { file_set_contents($_[0], "new\n", { preserve => 1 }) },
+        writer => sub { my $w = FastFile::Writer->new($_[0], { preserve => 1 }); $w->print("new\n"); $w->commit },
+        batch => sub { FastFile::file_set_contents_many([ $_[0] => "new\n" ], { preserve => 1 }) },
+    );
+    for my $api (sort keys %api) {
+        my $f = "$d/$api";
+        spew($f, "old\n", 0600);
+        syscall(xattr_nr('set'), $f, my $name2 = 'system.posix_acl_access', $acl, length $acl, 0) == 0 or die "setxattr: $!";
+        is(sprintf('%04o', mode_of($f)), '0660', "$api: the old file's mode shows the mask");
+        ok(eval { $api{$api}->($f); 1 }, "$api: preserve writes") or diag($@);
+        is(slurp($f), "new\n", "$api: content");
+        is(unpack('H*', acl_of($f) // ''), unpack('H*', $acl), "$api: the ACL kept: the owning group still gets nothing");
+        is(sprintf('%04o', mode_of($f)), '0660', "$api: the mode");
+    }
+    # no ACL before, none after
+    spew("$d/plain", "old\n", 0640);
+    file_set_contents("$d/plain", "new\n", { preserve => 1 });
+    ok(!defined acl_of("$d/plain"), 'no ACL before: none after');
+    no_temps('preserve-acl', $d);
+};
+
 subtest 'preserve: syscalls and errors' => sub {
     need_strace();
     my $d = newdir('preserve-strace');
@@ -421,7 +475,7 @@ subtest 'preserve: syscalls and errors' => sub {
 
     $old->();
     my $t = traced(dir => $d, code => q{file_set_contents("$D/f", $DATA, { preserve => 1 })});
-    seq_is($t, [ LSTAT('D/f'), @LOOK, T_OPEN('D/f', '0600'), WRITE64, "fchown(FD, $ou, $og) = 0", 'fchmod(FD, 0640) = 0',
+    seq_is($t, [ LSTAT('D/f'), @LOOK, NOACL('D/f'), T_OPEN('D/f', '0600'), WRITE64, "fchown(FD, $ou, $og) = 0", 'fchmod(FD, 0640) = 0',
                  CLOSE, RENAME('D/f') ], 'preserve => 1 (target exists)');
     push @TRACES_WITHOUT_FSYNC, [ 'preserve', $t ];
     is(sprintf('%04o', mode_of("$d/f")), '0640', 'mode kept');
@@ -441,7 +495,7 @@ subtest 'preserve: syscalls and errors' => sub {
     is(slurp("$d/f"), 'old', 'target untouched');
     is(sprintf('%04o', mode_of("$d/f")), '0640', 'target mode untouched');
     no_temps('fchmod EPERM', $d);
-    seq_is($t, [ LSTAT('D/f'), @LOOK, T_OPEN('D/f', '0600'), WRITE64, "fchown(FD, $ou, $og) = 0",
+    seq_is($t, [ LSTAT('D/f'), @LOOK, NOACL('D/f'), T_OPEN('D/f', '0600'), WRITE64, "fchown(FD, $ou, $og) = 0",
                  'fchmod(FD, 0640) = -1 EPERM (INJECTED)', CLOSE, UNLINK('D/f') ],
            'preserve => 1, fchmod fails');
 
@@ -460,7 +514,7 @@ subtest 'preserve: syscalls and errors' => sub {
     is($t->{err}, '', 'fchown EPERM is ignored');
     is(slurp("$d/f"), $KiB64, 'fchown EPERM: file written');
     is(sprintf('%04o', mode_of("$d/f")), '0640', 'fchown EPERM: mode still set');
-    is_deeply($t->{seq}, [ LSTAT('D/f'), @LOOK, T_OPEN('D/f', '0600'), WRITE64, "fchown(FD, $ou, $og) = -1 EPERM (INJECTED)",
+    is_deeply($t->{seq}, [ LSTAT('D/f'), @LOOK, NOACL('D/f'), T_OPEN('D/f', '0600'), WRITE64, "fchown(FD, $ou, $og) = -1 EPERM (INJECTED)",
                            "fchown(FD, -1, $og) = -1 EPERM (INJECTED)", 'fchmod(FD, 0640) = 0', CLOSE, RENAME('D/f') ],
               'fchown EPERM: fchmod and the rest follow');
     no_temps('fchown EPERM', $d);
@@ -514,7 +568,7 @@ subtest 'preserve as a non-root user: EPERM from fchown is ignored' => sub {
                    code => q{file_set_contents("$D/g", $DATA, { preserve => 1 })});
     is($t->{err}, '', 'traced as nobody: no error');
     # root's file: preserve looks at the directory first (sticky: refused)
-    seq_is($t, [ LSTAT('D/g'), "geteuid() = $uid", 'newfstatat(AT_FDCWD, "D", {...}, 0) = 0',
+    seq_is($t, [ LSTAT('D/g'), "geteuid() = $uid", 'newfstatat(AT_FDCWD, "D", {...}, 0) = 0', NOACL('D/g'),
                  T_OPEN('D/g', '0600'), WRITE64, 'fchown(FD, 0, 0) = -1 EPERM',
                  'fchown(FD, -1, 0) = -1 EPERM', 'fchmod(FD, 0640) = 0',
                  CLOSE, RENAME('D/g') ], 'preserve => 1 as nobody over a root file');
@@ -829,7 +883,7 @@ subtest 'fsync + preserve + if_changed' => sub {
     chown $ou, $og, "$d/f" or die "chown: $!";
     my @look = ("geteuid() = $>", $ou == $> ? () : 'newfstatat(AT_FDCWD, "D", {...}, 0) = 0');
     my $t = traced(dir => $d, code => q{file_set_contents("$D/f", $DATA, { fsync => 1, preserve => 1, if_changed => 1 })});
-    seq_is($t, [ LSTAT('D/f'), COMPARE('D/f', @look), @look, T_OPEN('D/f', '0600'), WRITE64, "fchown(FD, $ou, $og) = 0",
+    seq_is($t, [ LSTAT('D/f'), COMPARE('D/f', @look), @look, NOACL('D/f'), T_OPEN('D/f', '0600'), WRITE64, "fchown(FD, $ou, $og) = 0",
                  'fchmod(FD, 0640) = 0', 'fdatasync(FD) = 0', CLOSE, RENAME('D/f'), DIRSYNC('D') ],
            'fsync + preserve + if_changed, changed');
     is(scalar(grep { /^newfstatat\(AT_FDCWD, "D\/f"/ } @{ $t->{seq} }), 1, 'one lstat serves preserve and if_changed');
