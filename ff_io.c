@@ -443,6 +443,7 @@ int ff_atomic_read_acl(struct ff_atomic *a)
     /* the size alone first: no ACL (ENODATA), or none possible here, is
      * the usual answer, one syscall */
     FF_SYSCALL(err, a->intr, n = lgetxattr(a->target, FF_ACL_XATTR, NULL, 0));
+    a->acl_none = err == ENODATA;   /* ACLs here, but none on the old file */
     if (err == ENODATA || err == ENOTSUP || err == EOPNOTSUPP || err == ENOSYS)
         return 0;
     if (err)
@@ -513,11 +514,15 @@ static int preserve_old(struct ff_atomic *a)
     if (err && err != EPERM)
         return err;
     a->step = FF_STEP_MODE;
-    if (a->acl) {
+    err = 0;
+    /* the old file's ACL, or none: not the one the temp may have inherited
+     * from a default ACL of the directory, which the old file did not have */
+    if (a->acl)
         FF_SYSCALL(err, a->intr, fsetxattr(a->fd, FF_ACL_XATTR, a->acl, a->acl_len, 0));
-        if (err)
-            return err;
-    }
+    else if (a->acl_none)
+        FF_SYSCALL(err, a->intr, fremovexattr(a->fd, FF_ACL_XATTR));
+    if (err && err != ENODATA)
+        return err;
     FF_SYSCALL(err, a->intr, fchmod(a->fd, a->old.st_mode & 07777));
     return err;
 }

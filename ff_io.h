@@ -99,6 +99,7 @@ struct ff_atomic {
     struct stat old;
     char *acl;         /* preserve: the old file's access ACL (xattr), or NULL */
     size_t acl_len;
+    int acl_none;      /* preserve: the filesystem has ACLs, the old file none */
     enum ff_step step; /* the step that failed */
 };
 

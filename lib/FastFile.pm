@@ -160,11 +160,13 @@ others, one with C<0644> over a C<0600> file shows them only as the final
 file will. The same holds for L</atomic_writer> (for the whole stream) and
 L</file_set_contents_many>.
 
-A POSIX access ACL of the old file is kept too (C<lgetxattr> of
-C<system.posix_acl_access>, +1 syscall, and C<fsetxattr> before C<fchmod>
-when there is one): with an ACL the mode's group bits are the ACL's mask,
-and that mode alone would open the file to the owning group, which the ACL
-may deny.
+The old file's POSIX access ACL is kept too, or its lack of one (+1
+C<lgetxattr> of C<system.posix_acl_access>; before C<fchmod>, C<fsetxattr>
+of the old ACL, or C<fremovexattr> of one the new file inherited from the
+directory's default ACL): with an ACL the mode's group bits are the ACL's
+mask, and that mode alone would open the file to the owning group, which
+the ACL may deny; an inherited ACL would open it to users the old file kept
+out. Where the filesystem has no ACLs, only the C<lgetxattr>.
 
 In a sticky world-writable directory (such as F</tmp>) an old file is
 preserved only when it belongs to the caller (the effective uid) or to the

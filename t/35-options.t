@@ -83,7 +83,7 @@ sub normalise {
     $l =~ s/\b0x[0-9a-f]+\b/PTR/g;
     $l =~ s/^(write|read)\((\d+), "(?:[^"\\]|\\.)*"(?:\.\.\.)?, /$1($2, ..., /;
     $l =~ s/ = -1 (E\w+) \([^()]*\)/ = -1 $1/;
-    $l =~ s/^(write|read|close|fchown|fchmod|fdatasync|fsync)\(\d+/$1(FD/;
+    $l =~ s/^(write|read|close|fchown|fchmod|fdatasync|fsync|fsetxattr|fremovexattr)\(\d+/$1(FD/;
     $l =~ s/^(openat\(.*\)) = \d+$/$1 = FD/;
     $l =~ s/^(newfstatat|fstat)\(\d+, ""/newfstatat(FD, ""/;   # fstat(2) by its libc name
     return $l;
@@ -134,6 +134,8 @@ sub DIRSYNC { my ($d, $r) = @_; $r //= '0';
 sub PLAIN   { my ($p, $m) = @_; ( T_OPEN($p, $m), WRITE64, CLOSE, RENAME($p) ) }
 # preserve asks for the old file's ACL (none here)
 sub NOACL   { qq{lgetxattr("$_[0]", "system.posix_acl_access", NULL, 0) = -1 ENODATA} }
+# ... and so none on the new file (not one inherited from the directory)
+sub RMACL   { 'fremovexattr(FD, "system.posix_acl_access") = 0' }
 
 # ================================================================ validation
 
@@ -460,6 +462,27 @@ subtest 'preserve: the old file\'s ACL' => sub {
     spew("$d/plain", "old\n", 0640);
     file_set_contents("$d/plain", "new\n", { preserve => 1 });
     ok(!defined acl_of("$d/plain"), 'no ACL before: none after');
+    # not even one inherited from the directory's default ACL (user 65534
+    # may read what is made there): the old file had none, user 65534 could
+    # not read it, nor may it read the new contents
+    my $sub = "$d/default";
+    mkdir $sub or die "mkdir: $!";
+    my %old;
+    for my $api (sort keys %api) {
+        $old{$api} = "$sub/$api";
+        spew($old{$api}, "old\n", 0640);
+    }
+    my $default = pack('V', 2) . join '', map { pack 'vvV', @$_ }
+        [0x01, 7, 0xffffffff], [0x02, 4, 65534], [0x04, 5, 0xffffffff], [0x10, 5, 0xffffffff], [0x20, 5, 0xffffffff];
+    syscall(xattr_nr('set'), $sub, my $dname = 'system.posix_acl_default', $default, length $default, 0) == 0
+        or die "setxattr: $!";
+    for my $api (sort keys %api) {
+        ok(eval { $api{$api}->($old{$api}); 1 }, "$api, a directory with a default ACL: preserve writes") or diag($@);
+        ok(!defined acl_of($old{$api}), "$api: the new file has no ACL, as the old one")
+            or diag(unpack 'H*', acl_of($old{$api}));
+        is(sprintf('%04o', mode_of($old{$api})), '0640', "$api: the mode");
+    }
+    no_temps('preserve-acl', $sub);
     no_temps('preserve-acl', $d);
 };
 
@@ -475,7 +498,7 @@ subtest 'preserve: syscalls and errors' => sub {
 
     $old->();
     my $t = traced(dir => $d, code => q{file_set_contents("$D/f", $DATA, { preserve => 1 })});
-    seq_is($t, [ LSTAT('D/f'), @LOOK, NOACL('D/f'), T_OPEN('D/f', '0600'), WRITE64, "fchown(FD, $ou, $og) = 0", 'fchmod(FD, 0640) = 0',
+    seq_is($t, [ LSTAT('D/f'), @LOOK, NOACL('D/f'), T_OPEN('D/f', '0600'), WRITE64, "fchown(FD, $ou, $og) = 0", RMACL, 'fchmod(FD, 0640) = 0',
                  CLOSE, RENAME('D/f') ], 'preserve => 1 (target exists)');
     push @TRACES_WITHOUT_FSYNC, [ 'preserve', $t ];
     is(sprintf('%04o', mode_of("$d/f")), '0640', 'mode kept');
@@ -496,7 +519,7 @@ subtest 'preserve: syscalls and errors' => sub {
     is(sprintf('%04o', mode_of("$d/f")), '0640', 'target mode untouched');
     no_temps('fchmod EPERM', $d);
     seq_is($t, [ LSTAT('D/f'), @LOOK, NOACL('D/f'), T_OPEN('D/f', '0600'), WRITE64, "fchown(FD, $ou, $og) = 0",
-                 'fchmod(FD, 0640) = -1 EPERM (INJECTED)', CLOSE, UNLINK('D/f') ],
+                 RMACL, 'fchmod(FD, 0640) = -1 EPERM (INJECTED)', CLOSE, UNLINK('D/f') ],
            'preserve => 1, fchmod fails');
 
     # fchown fails with something else than EPERM
@@ -515,7 +538,7 @@ subtest 'preserve: syscalls and errors' => sub {
     is(slurp("$d/f"), $KiB64, 'fchown EPERM: file written');
     is(sprintf('%04o', mode_of("$d/f")), '0640', 'fchown EPERM: mode still set');
     is_deeply($t->{seq}, [ LSTAT('D/f'), @LOOK, NOACL('D/f'), T_OPEN('D/f', '0600'), WRITE64, "fchown(FD, $ou, $og) = -1 EPERM (INJECTED)",
-                           "fchown(FD, -1, $og) = -1 EPERM (INJECTED)", 'fchmod(FD, 0640) = 0', CLOSE, RENAME('D/f') ],
+                           "fchown(FD, -1, $og) = -1 EPERM (INJECTED)", RMACL, 'fchmod(FD, 0640) = 0', CLOSE, RENAME('D/f') ],
               'fchown EPERM: fchmod and the rest follow');
     no_temps('fchown EPERM', $d);
 };
@@ -570,7 +593,7 @@ subtest 'preserve as a non-root user: EPERM from fchown is ignored' => sub {
     # root's file: preserve looks at the directory first (sticky: refused)
     seq_is($t, [ LSTAT('D/g'), "geteuid() = $uid", 'newfstatat(AT_FDCWD, "D", {...}, 0) = 0', NOACL('D/g'),
                  T_OPEN('D/g', '0600'), WRITE64, 'fchown(FD, 0, 0) = -1 EPERM',
-                 'fchown(FD, -1, 0) = -1 EPERM', 'fchmod(FD, 0640) = 0',
+                 'fchown(FD, -1, 0) = -1 EPERM', RMACL, 'fchmod(FD, 0640) = 0',
                  CLOSE, RENAME('D/g') ], 'preserve => 1 as nobody over a root file');
     is(owner_of("$d/g"), "$uid:$gid", 'owned by nobody');
 };
@@ -884,7 +907,7 @@ subtest 'fsync + preserve + if_changed' => sub {
     my @look = ("geteuid() = $>", $ou == $> ? () : 'newfstatat(AT_FDCWD, "D", {...}, 0) = 0');
     my $t = traced(dir => $d, code => q{file_set_contents("$D/f", $DATA, { fsync => 1, preserve => 1, if_changed => 1 })});
     seq_is($t, [ LSTAT('D/f'), COMPARE('D/f', @look), @look, NOACL('D/f'), T_OPEN('D/f', '0600'), WRITE64, "fchown(FD, $ou, $og) = 0",
-                 'fchmod(FD, 0640) = 0', 'fdatasync(FD) = 0', CLOSE, RENAME('D/f'), DIRSYNC('D') ],
+                 RMACL, 'fchmod(FD, 0640) = 0', 'fdatasync(FD) = 0', CLOSE, RENAME('D/f'), DIRSYNC('D') ],
            'fsync + preserve + if_changed, changed');
     is(scalar(grep { /^newfstatat\(AT_FDCWD, "D\/f"/ } @{ $t->{seq} }), 1, 'one lstat serves preserve and if_changed');
 
