@@ -285,6 +285,7 @@ for my $kind (sort keys %orphan) {
             strace_call("file_set_contents(\$T, '$who' x 4096)", target => $t, pid => $FFTest::PID,
                         paths => ['%TMP%'], inject => \@inject, timeout => 20)
         };
+        File::Temp::cleanup();      # strace_call's own directory: _exit runs no END
         POSIX::_exit($r && $r->{ok} ? 0 : 1);
     };
     require POSIX;
