@@ -10,7 +10,8 @@
 #   bounded: 150 of them still end in a written file.
 # - One EINTR in each syscall a call makes (found from a clean run, not
 #   listed by hand), the cleanup's after a failed write too: the call ends
-#   as without it, no temp left.
+#   as without it, no temp left. On fastfs too: its cleanup's unlink
+#   answered EINTR once.
 # - A real signal storm (setitimer at 10 kHz, a perl handler): a reader
 #   blocked on a FIFO and 400 writes and reads of every API, none fails.
 # - An exclusive create retried after an EINTR finds the temp its first
@@ -333,6 +334,21 @@ SKIP: {
         is("@opens", 'EINTR EEXIST ok(random name)', "$label: EINTR, EEXIST, then a random name, never the same again");
         is(slurp($t), "new\n", "$label: content");
         is_deeply([ temps_in($fs->dir) ], [], "$label: nothing left behind");
+    }
+    # the cleanup's unlink answered EINTR once (the server was interrupted):
+    # retried, the temp does not stay behind
+    for my $api (sort keys %api) {
+        my $label = "fastfs, $api: the write fails, the cleanup's unlink says EINTR once";
+        my $t = $fs->dir . "/clean-$api";
+        spew($t, "old\n");
+        $fs->control("fail write 28 /clean-$api.tmp.*\nfailn 1 unlink 4 /clean-$api.tmp.*");
+        my $r = strace_call($api{$api}, target => $t, pid => $FFTest::PID, trace => [qw(unlink unlinkat)]);
+        ok(!$r->{ok}, "$label: the call fails");
+        like($r->{err} // '', qr/ - \Q${\ errno_text(Errno::ENOSPC())}\E\n\z/, "$label: with the write's ENOSPC");
+        my @unlinks = map { $_->{errno} // 'ok' } grep { $_->{args} =~ /clean-\Q$api\E\.tmp\./ } @{ $r->{calls} };
+        is("@unlinks", 'EINTR ok', "$label: the unlink retried");
+        is(slurp($t), "old\n", "$label: target untouched");
+        is_deeply([ temps_in($fs->dir) ], [], "$label: no temp left");
     }
     $fs->unmount;
 }
