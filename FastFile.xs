@@ -62,11 +62,20 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
         parse_options((HV *)SvRV(perm), &opt, &force_utf8, NULL, op);
     } else {
         if (perm && SvOK(perm)) {
-            if (SvTAINTED(perm)) {        /* the reference's sysopen refuses it */
+            /* The reference's sysopen refuses a tainted perm: the value
+             * counts, not only the scalar, so an object whose overloaded
+             * number is tainted is refused too. Its 0+ or "" runs inside
+             * number_arg and marks PL_tainted as any read of a tainted
+             * value does: judged after it, from a clean flag, which is
+             * put back afterwards (tainted data may have set it). */
+            bool was_tainted = TAINT_get;
+
+            TAINT_NOT;
+            if (SvTAINTED(perm))
                 TAINT;
-                taint_proper(NULL, op);
-            }
             opt.perm = (mode_t)(SvIOK(perm) ? SvIVX(perm) : I_V(number_arg(perm, op)));
+            taint_proper(NULL, op);
+            TAINT_set(was_tainted);
         }
         force_utf8 = force && SvTRUE_nomg(force);
     }
@@ -154,7 +163,7 @@ static SV *S_file_get_contents(pTHX_ SV *filename, SV *max_arg)
         croak_errno(err, "can't open '%" SVf "' - ", SVfARG(path));
     /* fstat's size is only a hint: "too long" is decided on the bytes read
      * (sysfs files say 4096 whatever they hold) */
-    err = ff_size_hint(fd, &size);
+    err = ff_size_hint(fd, &size, &intr);
     if (err)
         croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(path));
 
@@ -424,6 +433,7 @@ _build_info()
     (void)hv_stores(info, "getrandom", newSViv(!!(features & FF_FEATURE_GETRANDOM)));
     (void)hv_stores(info, "fdatasync", newSViv(!!(features & FF_FEATURE_FDATASYNC)));
     (void)hv_stores(info, "O_PATH", newSViv(!!(features & FF_FEATURE_O_PATH)));
+    (void)hv_stores(info, "acl", newSViv(!!(features & FF_FEATURE_ACL)));
     mXPUSHs(newRV_noinc((SV *)info));
 
 INCLUDE: Writer.xsh

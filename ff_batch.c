@@ -282,8 +282,8 @@ static int dir_fd(struct ff_batch *b, size_t k, const struct ff_eintr *intr)
         return err;
     }
     if (d->statted || d->need_id) {
-        if (fstat(d->fd, &st) < 0) {
-            err = errno;
+        FF_SYSCALL(err, intr, fstat(d->fd, &st));
+        if (err) {
             ff_close_read(d->fd);
             d->fd = -1;
             return err;
@@ -404,6 +404,20 @@ static int look_at_target(struct ff_batch *b, size_t i)
     }
     a->old = st;
     a->have_old = S_ISREG(st.st_mode);
+    if (b->opt.preserve && a->have_old && st.st_uid != geteuid()) {
+        /* another user's file: kept only where ff_sticky_trusts says */
+        a->step = FF_STEP_PRESERVE;
+        FF_SYSCALL(err, b->intr, fstat(b->dirs[b->files[i].dir].fd, &st));
+        if (err)
+            return err;
+        if (!ff_sticky_trusts(&st, a->old.st_uid))
+            return EACCES;
+    }
+    if (b->opt.preserve && a->have_old) {
+        a->step = FF_STEP_PRESERVE;
+        if ((err = ff_atomic_read_acl(a)))
+            return err;
+    }
     a->step = FF_STEP_NONE;
     return 0;
 }
@@ -995,17 +1009,20 @@ static int cut_to_parent(char *path)
 static void unmake(struct ff_batch_made *m)
 {
     char *p = m->path;
-    int levels = m->levels;
+    int levels = m->levels, err = 0;
 
     if (!m->complete && !cut_to_parent(p))
         return;
-    while (levels-- > 0 && rmdir(p) == 0 && cut_to_parent(p))
-        ;
+    while (levels-- > 0) {
+        FF_SYSCALL(err, NULL, rmdir(p));    /* unwinding: no handler runs */
+        if (err || !cut_to_parent(p))
+            break;
+    }
 }
 
 void ff_batch_discard(struct ff_batch *b)
 {
-    int saved = errno;
+    int saved = errno, err;
     size_t i;
 
     for (i = 0; i < b->n; i++) {
@@ -1019,7 +1036,8 @@ void ff_batch_discard(struct ff_batch *b)
         /* relative to its directory: a parent moved meanwhile does not
          * leave it behind (nor remove another file of that name) */
         if (a->created && b->cache_cap && dir_fd(b, f->dir, NULL) == 0) {
-            unlinkat(b->dirs[f->dir].fd, TEMP_LEAF(f), 0);
+            /* unwinding: no handler runs, EINTR (FUSE) retried, bounded */
+            FF_SYSCALL(err, NULL, unlinkat(b->dirs[f->dir].fd, TEMP_LEAF(f), 0));
             a->created = 0;
         }
         a->created = 0;

@@ -18,6 +18,8 @@
  *                                  with ENOSYS (the caller mixes the clock)
  *   ff_fdatasync(fd)               fdatasync where POSIX's synchronized I/O
  *                                  is there, else fsync (more, never less)
+ *   ff_acl_read/write/remove       preserve's ACL (an xattr); fallback:
+ *                                  ENOTSUP (the mode alone is kept)
  *   FF_O_PATH                      O_PATH (an fd only for *at calls and
  *                                  fstat: fsync on it is EBADF); fallback:
  *                                  O_RDONLY, which needs read permission on
@@ -134,12 +136,38 @@ static inline ssize_t ff_getrandom(void *buf, size_t len)
 #define FF_O_PATH O_RDONLY
 #endif
 
+/* preserve's POSIX access ACL, which Linux keeps in an xattr. Fallback:
+ * none read (ENOTSUP), so none is set or removed: the mode alone is kept. */
+#if FF_LINUX
+#include <sys/xattr.h>
+#define FF_HAVE_ACL 1
+#define FF_ACL_XATTR "system.posix_acl_access"
+#define FF_ENOATTR ENODATA          /* the file has no ACL */
+#define ff_acl_read(path, buf, size) lgetxattr(path, FF_ACL_XATTR, buf, size)
+#define ff_acl_write(fd, buf, size) fsetxattr(fd, FF_ACL_XATTR, buf, size, 0)
+#define ff_acl_remove(fd) fremovexattr(fd, FF_ACL_XATTR)
+#else
+#define FF_HAVE_ACL 0
+#define FF_ENOATTR ENOTSUP
+static inline ssize_t ff_acl_read(const char *path, void *buf, size_t size)
+{
+    (void)path;
+    (void)buf;
+    (void)size;
+    errno = ENOTSUP;
+    return -1;
+}
+#define ff_acl_write(fd, buf, size) ((void)(fd), (void)(buf), (void)(size), errno = ENOTSUP, -1)
+#define ff_acl_remove(fd) ((void)(fd), errno = ENOTSUP, -1)
+#endif
+
 #define FF_FEATURES                                                 \
     ((FF_LINUX ? 0 : FF_FEATURE_PORTABLE)                           \
      | (FF_HAVE_RENAMEAT2 ? FF_FEATURE_RENAMEAT2 : 0)               \
      | (FF_HAVE_SYNC_FILE_RANGE ? FF_FEATURE_SYNC_FILE_RANGE : 0)   \
      | (FF_HAVE_GETRANDOM ? FF_FEATURE_GETRANDOM : 0)               \
      | (FF_HAVE_FDATASYNC ? FF_FEATURE_FDATASYNC : 0)               \
-     | (FF_HAVE_O_PATH ? FF_FEATURE_O_PATH : 0))
+     | (FF_HAVE_O_PATH ? FF_FEATURE_O_PATH : 0)                     \
+     | (FF_HAVE_ACL ? FF_FEATURE_ACL : 0))
 
 #endif

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/uio.h>
+
 #ifndef CLOCK_REALTIME_COARSE
 #define CLOCK_REALTIME_COARSE CLOCK_REALTIME    /* Linux's; elsewhere the exact clock */
 #endif
@@ -59,6 +60,12 @@ int ff_atomic_init(struct ff_atomic *a, const char *path, const struct ff_option
     return a->target ? 0 : ENOMEM;
 }
 
+int ff_sticky_trusts(const struct stat *dir, uid_t owner)
+{
+    return (dir->st_mode & (S_ISVTX | S_IWOTH)) != (S_ISVTX | S_IWOTH)
+           || owner == geteuid() || owner == dir->st_uid;
+}
+
 /* fs.protected_symlinks, applied whatever the sysctl says: a symlink in a
  * sticky world-writable directory is followed only when its owner is the
  * follower (our euid) or the directory's owner; else EACCES, as the kernel
@@ -71,6 +78,7 @@ static int may_follow(const char *link_path, const char *text, ssize_t n,
     char again[PATH_MAX];
     struct stat dir, link;
     char *dir_path = dir_of(link_path);
+    ssize_t m;
     int err = ENOMEM;
 
     if (dir_path)
@@ -85,12 +93,15 @@ static int may_follow(const char *link_path, const char *text, ssize_t n,
         return err == ENOENT ? EAGAIN : err;
     if (!S_ISLNK(link.st_mode))
         return EAGAIN;
-    if (link.st_uid != geteuid() && link.st_uid != dir.st_uid)
+    if (!ff_sticky_trusts(&dir, link.st_uid))
         return EACCES;
     /* the owner seen must be the owner of the text read: in a sticky
      * directory only the link's owner can replace it, and the same text
      * read after the lstat proves it was not swapped in between */
-    if (readlink(link_path, again, sizeof again) != n || memcmp(again, text, (size_t)n) != 0)
+    FF_SYSCALL(err, intr, m = readlink(link_path, again, sizeof again));
+    if (err)
+        return err == EINVAL || err == ENOENT ? EAGAIN : err;
+    if (m != n || memcmp(again, text, (size_t)n) != 0)
         return EAGAIN;
     return 0;
 }
@@ -102,12 +113,13 @@ static int resolve_symlinks(struct ff_atomic *a)
     int hops;
 
     for (hops = 0;; hops++) {
-        ssize_t n = readlink(a->target, link, sizeof link);
+        ssize_t n;
         char *next, *dir;
         int err;
 
-        if (n < 0) /* not a symlink, or nothing there yet: this is the file */
-            return errno == EINVAL || errno == ENOENT || errno == ENOTDIR ? 0 : errno;
+        FF_SYSCALL(err, a->intr, n = readlink(a->target, link, sizeof link));
+        if (err) /* not a symlink, or nothing there yet: this is the file */
+            return err == EINVAL || err == ENOENT || err == ENOTDIR ? 0 : err;
         if ((size_t)n == sizeof link)
             return ENAMETOOLONG;
         if (hops == FF_MAX_SYMLINKS)
@@ -155,6 +167,12 @@ int ff_atomic_prepare(struct ff_atomic *a)
     return 0;
 }
 
+static void release_step_mem(struct ff_atomic *a)
+{
+    free(a->step_mem);
+    a->step_mem = NULL;
+}
+
 /* Close and free what the current step holds; keeps errno. */
 static void release_step(struct ff_atomic *a)
 {
@@ -162,13 +180,34 @@ static void release_step(struct ff_atomic *a)
         ff_close_read(a->step_fd);
         a->step_fd = -1;
     }
-    free(a->step_mem);
-    a->step_mem = NULL;
+    release_step_mem(a);
+}
+
+/* *trusted: 1 when a file of owner at the target may be taken as it is
+ * (preserve keeps its owner and mode, if_changed leaves it): ours, or not in
+ * a sticky world-writable directory, or there of the directory's owner
+ * (ff_sticky_trusts). Anyone can plant a file in /tmp. Uses step_mem. */
+static int owner_trusted(struct ff_atomic *a, uid_t owner, int *trusted)
+{
+    struct stat dir;
+    int err = ENOMEM;
+
+    *trusted = owner == geteuid();
+    if (*trusted)
+        return 0;
+    a->step_mem = dir_of(a->target);
+    if (a->step_mem)
+        FF_SYSCALL(err, a->intr, stat(a->step_mem, &dir));
+    release_step_mem(a);
+    if (!err)
+        *trusted = ff_sticky_trusts(&dir, owner);
+    return err;
 }
 
 int ff_atomic_unchanged(struct ff_atomic *a, const char *buf, size_t len, const char *tail,
                         size_t tail_len)
 {
+    int trusted = 0;
     struct stat st;
     size_t got, total = len + tail_len;
     int err, same;
@@ -184,7 +223,11 @@ int ff_atomic_unchanged(struct ff_atomic *a, const char *buf, size_t len, const 
     if (err)
         return 0;
     /* total + 1: a file that grew since fstat is not the same */
-    same = fstat(a->step_fd, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size == total
+    FF_SYSCALL(err, a->intr, fstat(a->step_fd, &st));
+    /* the owner of what is compared (fstat): another user's file planted
+     * in /tmp is replaced by ours, not left to them */
+    same = !err && S_ISREG(st.st_mode) && (size_t)st.st_size == total
+           && !owner_trusted(a, st.st_uid, &trusted) && trusted
            && (a->step_mem = malloc(total + 1)) != NULL
            && !ff_read_full(a->step_fd, a->step_mem, total + 1, &got, a->intr) && got == total
            && memcmp(a->step_mem, buf, len) == 0
@@ -212,13 +255,18 @@ mode_t ff_temp_mode(const struct ff_atomic *a, int preserve)
  * beyond `mode`, changed no earlier than a second before we started
  * (timestamps may be whole seconds). Nobody else can make a file owned by
  * us; the one left risk is another writer of ours with the same name (same
- * PID on another node) that has just created it and written nothing yet:
- * its rename then fails with ENOENT, its target untouched. */
-static int own_orphan(int dirfd, const char *name, mode_t mode, const struct timespec *started)
+ * PID in another PID namespace or on another node, or another thread of
+ * this process) that has just created it and written nothing yet: its
+ * rename then fails with ENOENT, its target untouched. That is why the
+ * name is never created again after the removal (see ff_open_excl). */
+static int own_orphan(int dirfd, const char *name, mode_t mode, const struct timespec *started,
+                      const struct ff_eintr *intr)
 {
     struct stat st;
+    int err;
 
-    return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)
+    FF_SYSCALL(err, intr, fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW));
+    return !err && S_ISREG(st.st_mode)
            && st.st_nlink == 1 && st.st_uid == geteuid() && st.st_size == 0
            && (st.st_mode & 07777 & ~mode) == 0 && st.st_ctime + 1 >= started->tv_sec;
 }
@@ -228,7 +276,7 @@ int ff_open_excl(int dirfd, const char *name, mode_t mode, int *fd,
 {
     struct timespec started;
     unsigned spins = 0;
-    int err, after_eintr = 0;
+    int err, gone, after_eintr = 0;
 
     /* the vDSO's coarse clock: no syscall, ~10 ns */
     clock_gettime(CLOCK_REALTIME_COARSE, &started);
@@ -237,19 +285,22 @@ int ff_open_excl(int dirfd, const char *name, mode_t mode, int *fd,
         if (*fd >= 0)
             return 0;
         err = errno;
-        if (err == EEXIST && after_eintr && own_orphan(dirfd, name, mode, &started)) {
-            /* NFS or FUSE created it, then answered EINTR: ours, removed,
-             * the same name tried once more */
-            unlinkat(dirfd, name, 0);
-            after_eintr = 0;
-            continue;
+        if (err == EEXIST && after_eintr && own_orphan(dirfd, name, mode, &started, intr)) {
+            /* NFS or FUSE created it, then answered EINTR: ours, removed.
+             * But the name is not created again: if the file was another
+             * writer's after all, that writer renames by this name, and
+             * would publish our half-written temp as the target. EEXIST:
+             * the caller goes on with a random name, as for any taken
+             * name; the other writer's rename fails, its target intact. */
+            FF_SYSCALL(gone, intr, unlinkat(dirfd, name, 0));
+            return EEXIST;
         }
         if (err != EINTR)
             return err;
         after_eintr = 1;
         if (!ff_retry_eintr(intr, &spins)) {
-            if (own_orphan(dirfd, name, mode, &started))
-                unlinkat(dirfd, name, 0);
+            if (own_orphan(dirfd, name, mode, &started, NULL))
+                FF_SYSCALL(gone, NULL, unlinkat(dirfd, name, 0));
             return EINTR;
         }
     }
@@ -342,10 +393,53 @@ static void put_decimal(char *out, long n)
     *out = '\0';
 }
 
+/* preserve: another user's old file is kept only where ff_sticky_trusts
+ * says (asked here, not in prepare: if_changed may find nothing to do). */
+static int may_preserve(struct ff_atomic *a)
+{
+    int err, trusted;
+
+    if (!a->opt.preserve || !a->have_old)
+        return 0;
+    a->step = FF_STEP_PRESERVE;
+    err = owner_trusted(a, a->old.st_uid, &trusted);
+    return err ? err : trusted ? ff_atomic_read_acl(a) : EACCES;
+}
+
+/* The POSIX access ACL, as the kernel stores it (ff_compat.h): with one,
+ * the mode's group bits are the ACL's mask, not the owning group's
+ * permission. */
+
+int ff_atomic_read_acl(struct ff_atomic *a)
+{
+    ssize_t n, got;
+    int err;
+
+    /* the size alone first: no ACL (ENODATA), or none possible here, is
+     * the usual answer, one syscall */
+    FF_SYSCALL(err, a->intr, n = ff_acl_read(a->target, NULL, 0));
+    a->acl_none = err == FF_ENOATTR && FF_HAVE_ACL;   /* ACLs here, but none on the old file */
+    if (err == FF_ENOATTR || err == ENOTSUP || err == EOPNOTSUPP || err == ENOSYS)
+        return 0;
+    if (err)
+        return err;
+    a->acl = malloc(n > 0 ? (size_t)n : 1);
+    if (!a->acl)
+        return ENOMEM;
+    FF_SYSCALL(err, a->intr, got = ff_acl_read(a->target, a->acl, (size_t)n));
+    if (err)
+        return err;     /* ERANGE: it grew meanwhile; a->acl is freed by discard */
+    a->acl_len = (size_t)got;
+    return 0;
+}
+
 int ff_atomic_create(struct ff_atomic *a, long pid)
 {
     size_t len = strlen(a->target);
-    int err;
+    int err = may_preserve(a);
+
+    if (err)
+        return err;
 
     a->temp = malloc(len + sizeof ".tmp." + 3 * sizeof(long) + FF_TEMP_SUFFIX_MAX);
     if (!a->temp)
@@ -378,9 +472,12 @@ int ff_atomic_create(struct ff_atomic *a, long pid)
     return 0;
 }
 
-/* preserve: the old file's owner, then its mode. After the data is written:
- * a write by a user without CAP_FSETID clears set-id bits, and chown may
- * clear them too; chmod last restores them. */
+/* preserve: the old file's owner, its ACL, then its mode. After the data
+ * is written: a write by a user without CAP_FSETID clears set-id bits, and
+ * chown may clear them too; chmod last restores them. The ACL before the
+ * mode: the old mode's group bits are the ACL's mask, and set without the
+ * ACL they would open the file to the owning group, which the ACL may deny
+ * (with it, chmod sets the mask, as the old file has it). */
 static int preserve_old(struct ff_atomic *a)
 {
     int err;
@@ -392,6 +489,15 @@ static int preserve_old(struct ff_atomic *a)
     if (err && err != EPERM)
         return err;
     a->step = FF_STEP_MODE;
+    err = 0;
+    /* the old file's ACL, or none: not the one the temp may have inherited
+     * from a default ACL of the directory, which the old file did not have */
+    if (a->acl)
+        FF_SYSCALL(err, a->intr, ff_acl_write(a->fd, a->acl, a->acl_len));
+    else if (a->acl_none)
+        FF_SYSCALL(err, a->intr, ff_acl_remove(a->fd));
+    if (err && err != FF_ENOATTR)
+        return err;
     FF_SYSCALL(err, a->intr, fchmod(a->fd, a->old.st_mode & 07777));
     return err;
 }
@@ -534,7 +640,7 @@ void ff_wbuf_free(struct ff_wbuf *b)
  * have it, else a hard link, which never replaces either. */
 static int rename_noreplace(struct ff_atomic *a)
 {
-    int err;
+    int err, undo;
 
     FF_SYSCALL(err, a->intr, ff_rename_noreplace(a->temp, a->target));
     if (err != EINVAL && err != ENOSYS && err != EOPNOTSUPP)
@@ -548,7 +654,7 @@ static int rename_noreplace(struct ff_atomic *a)
             a->created = 0;
             return 0;
         }
-        unlink(a->target);
+        FF_SYSCALL(undo, NULL, unlink(a->target));
         return err;
     }
     if (err == EPERM || err == ENOSYS || err == EOPNOTSUPP)
@@ -561,7 +667,7 @@ static int rename_noreplace(struct ff_atomic *a)
 int ff_noclobber_renameat(int dirfd, const char *from, const char *to, int *unsupported,
                           const struct ff_eintr *intr)
 {
-    int err;
+    int err, undo;
 
     *unsupported = 0;
     FF_SYSCALL(err, intr, ff_renameat_noreplace(dirfd, from, dirfd, to));
@@ -573,7 +679,7 @@ int ff_noclobber_renameat(int dirfd, const char *from, const char *to, int *unsu
         FF_SYSCALL(err, intr, unlinkat(dirfd, from, 0));
         if (!err)
             return 0;
-        unlinkat(dirfd, to, 0);
+        FF_SYSCALL(undo, NULL, unlinkat(dirfd, to, 0));
         return err;
     }
     *unsupported = err == EPERM || err == ENOSYS || err == EOPNOTSUPP;
@@ -682,21 +788,35 @@ int ff_atomic_commit(struct ff_atomic *a)
 
 void ff_atomic_discard(struct ff_atomic *a)
 {
-    int saved = errno;
+    int saved = errno, err;
 
     if (a->fd >= 0) {
         close(a->fd);
         a->fd = -1;
     }
+    /* no callback: this runs while perl unwinds, where no handler may
+     * run; EINTR (FUSE, NFS) is still retried, bounded */
     if (a->created) {
-        unlink(a->temp);
+        FF_SYSCALL(err, NULL, unlink(a->temp));
         a->created = 0;
     }
     release_step(a);
     free(a->temp);
     free(a->target);
-    a->temp = a->target = NULL;
+    free(a->acl);
+    a->temp = a->target = a->acl = NULL;
     errno = saved;
+}
+
+struct ff_atomic ff_atomic_hand_over(struct ff_atomic *a)
+{
+    struct ff_atomic copy = *a;
+
+    /* every field discard frees, closes or removes */
+    a->fd = -1;
+    a->created = 0;
+    a->temp = a->target = a->acl = NULL;
+    return copy;
 }
 
 void ff_atomic_forget(struct ff_atomic *a)
@@ -712,12 +832,14 @@ int ff_open_read(const char *path, int *fd, const struct ff_eintr *intr)
     return err;
 }
 
-int ff_size_hint(int fd, size_t *size)
+int ff_size_hint(int fd, size_t *size, const struct ff_eintr *intr)
 {
     struct stat st;
+    int err;
 
-    if (fstat(fd, &st) < 0)
-        return errno;
+    FF_SYSCALL(err, intr, fstat(fd, &st));
+    if (err)
+        return err;
     *size = S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size : 0;
     return 0;
 }

@@ -69,6 +69,7 @@ enum ff_step {
     FF_STEP_NONE,
     FF_STEP_RESOLVE,   /* following symlinks (target) */
     FF_STEP_STAT,      /* looking at the old target (target) */
+    FF_STEP_PRESERVE,  /* preserve: another user's file in a sticky directory (target) */
     FF_STEP_MKDIR,     /* creating parent directories (target) */
     FF_STEP_OPEN,      /* creating the temp (temp) */
     FF_STEP_OWNER,     /* preserve: fchown (temp) */
@@ -96,6 +97,9 @@ struct ff_atomic {
     char *step_mem;    /* if_changed's compare buffer, a directory path; or NULL */
     int have_old;      /* old holds the stat of an existing regular target */
     struct stat old;
+    char *acl;         /* preserve: the old file's access ACL (xattr), or NULL */
+    size_t acl_len;
+    int acl_none;      /* preserve: the filesystem has ACLs, the old file none */
     enum ff_step step; /* the step that failed */
 };
 
@@ -136,6 +140,11 @@ int ff_atomic_commit(struct ff_atomic *a);
  * closes its copies of the fds but leaves the parent's temp file alone. */
 void ff_atomic_discard(struct ff_atomic *a);
 void ff_atomic_forget(struct ff_atomic *a);
+
+/* A copy of a that owns what a owned (fd, temp, paths, ACL), a left with
+ * nothing for discard to free or remove: the streaming writer keeps the
+ * copy between its calls while a guarded scope's discard runs on a. */
+struct ff_atomic ff_atomic_hand_over(struct ff_atomic *a);
 
 /* write(2) all of buf, retrying short writes and EINTR. A write that
  * returns 0 is reported as ENOSPC. */
@@ -179,7 +188,7 @@ int ff_open_read(const char *path, int *fd, const struct ff_eintr *intr);
 
 /* The size fstat(2) reports when it can be trusted as a first guess (a
  * regular file), else 0: /proc, pipes and the like say nothing useful. */
-int ff_size_hint(int fd, size_t *size);
+int ff_size_hint(int fd, size_t *size, const struct ff_eintr *intr);
 
 /* One read(2) of up to len bytes, EINTR retried; *got is 0 at end of file. */
 int ff_read_some(int fd, char *buf, size_t len, size_t *got, const struct ff_eintr *intr);
@@ -214,10 +223,19 @@ mode_t ff_temp_mode(const struct ff_atomic *a, int preserve);
 /* openat(dirfd, name, O_EXCL...) of a new temp, EINTR retried (bounded).
  * After an EINTR (NFS, FUSE: the server may have created the file) an
  * EEXIST for a file that looks just made by us (see own_orphan in ff_io.c)
- * removes it and tries the name again, so nothing is left behind. */
+ * removes it, so nothing is left behind, and is returned: the caller takes
+ * a random name, never this one again (it may have been another writer's). */
 int ff_open_excl(int dirfd, const char *name, mode_t mode, int *fd,
                  const struct ff_eintr *intr);
-/* preserve: owner, then mode, of a->old onto the open temp. */
+/* The kernel's rule for sticky world-writable directories (/tmp), applied
+ * whatever fs.protected_symlinks and fs.protected_regular say: there, only
+ * what belongs to us (the euid) or to the directory's owner is trusted (a
+ * link followed, an old file's owner and mode kept by preserve). 1 when
+ * dir is not such a directory or owner is one of those. */
+int ff_sticky_trusts(const struct stat *dir, uid_t owner);
+/* preserve: the old file's access ACL into a->acl (none: NULL, 0). */
+int ff_atomic_read_acl(struct ff_atomic *a);
+/* preserve: owner, ACL, then mode, of a->old onto the open temp. */
 int ff_atomic_preserve(struct ff_atomic *a);
 /* noclobber: rename a->temp to a->target without replacing anything. */
 int ff_atomic_rename_noreplace(struct ff_atomic *a);
@@ -237,6 +255,7 @@ unsigned long long ff_random_bits(void);
 #define FF_FEATURE_GETRANDOM       (1u << 3)
 #define FF_FEATURE_FDATASYNC       (1u << 4)
 #define FF_FEATURE_O_PATH          (1u << 5)
+#define FF_FEATURE_ACL             (1u << 6)
 unsigned ff_features(void);
 
 #if defined(__GNUC__) && __GNUC__ >= 4

@@ -237,6 +237,8 @@ void ffxs_croak_step(pTHX_ const struct ff_atomic *a, int err, SV *path)
         croak_errno(err, "unable to sync directory of '%" SVf "' - ", SVfARG(path));
     case FF_STEP_MKDIR:
         croak_errno(err, "unable to create parent directories of '%" SVf "' - ", SVfARG(path));
+    case FF_STEP_PRESERVE:
+        croak_errno(err, "unable to preserve owner and mode of '%" SVf "' - ", SVfARG(path));
     case FF_STEP_STAT:
         croak_errno(err, "unable to stat '%" SVf "' - ", SVfARG(path));
     case FF_STEP_RESOLVE:

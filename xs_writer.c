@@ -87,12 +87,7 @@ static void S_writer_hold(pTHX_ struct ff_writer *w)
  * return the replacement, to be put back once the scope is left. */
 static struct ff_atomic disarm(struct ff_atomic *a)
 {
-    struct ff_atomic ready = *a;
-
-    a->fd = -1;
-    a->created = 0;
-    a->temp = a->target = NULL;
-    return ready;
+    return ff_atomic_hand_over(a);
 }
 
 /* One step that writes: append buf[0..n) (a snapshot's buffer or a

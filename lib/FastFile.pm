@@ -166,13 +166,34 @@ others, one with C<0644> over a C<0600> file shows them only as the final
 file will. The same holds for L</atomic_writer> (for the whole stream) and
 L</file_set_contents_many>.
 
+The old file's POSIX access ACL is kept too, or its lack of one (+1
+C<lgetxattr> of C<system.posix_acl_access>; before C<fchmod>, C<fsetxattr>
+of the old ACL, or C<fremovexattr> of one the new file inherited from the
+directory's default ACL): with an ACL the mode's group bits are the ACL's
+mask, and that mode alone would open the file to the owning group, which
+the ACL may deny; an inherited ACL would open it to users the old file kept
+out. Where the filesystem has no ACLs, only the C<lgetxattr>.
+
+In a sticky world-writable directory (such as F</tmp>) an old file is
+preserved only when it belongs to the caller (the effective uid) or to the
+directory's owner, the rule of the kernel's C<fs.protected_regular>, applied
+whatever that sysctl says: anyone may plant a file there, and taking its
+owner and mode would hand its planter the new contents. Any other dies
+with C<EACCES>, C<unable to preserve owner and mode of 'FILE' - Permission
+denied>, before anything is written; the file is left alone. +1 C<geteuid>,
+and +1 C<stat> of the directory when the old file is another user's.
+
 =item C<< if_changed => 1 >>
 
 When the target already holds exactly these bytes, nothing is created, written
 or renamed and the call returns 0. The sizes are compared first (C<lstat>);
 the file is read (one read of the whole size, as L</file_get_contents> does)
-only when they match. Unchanged: C<lstat>, C<openat>, C<fstat>, 2 C<read>,
-C<close>. Changed: +1 syscall (C<lstat>), or +6 when only the bytes differ.
+only when they match. Unchanged: C<lstat>, C<openat>, C<fstat>, C<geteuid>,
+2 C<read>, C<close>. Changed: +1 syscall (C<lstat>), or +7 when only the bytes
+differ. Another user's file in a sticky world-writable directory (such as
+F</tmp>: anyone may plant one there) is never taken as unchanged, whatever
+it holds: it is replaced, so that the file is then the caller's (+1 C<stat>
+of the directory for another user's file).
 The file is opened with C<O_NONBLOCK> and C<O_NOFOLLOW> and compared only if
 C<fstat> shows a regular file of that size: a FIFO or symlink swapped in after
 the C<lstat> is replaced, never waited on or followed. On pmxcfs,
@@ -470,6 +491,13 @@ With C<mkdir>: a missing directory could not be made (C<EACCES>, C<EROFS>,
 C<ENOTDIR> when a file is in the way). Fix the permissions or remove what is
 in the way.
 
+=item C<unable to preserve owner and mode of 'FILENAME' - Permission denied>
+
+With C<preserve>: the target is another user's file in a sticky
+world-writable directory, whose owner and mode are not taken (see
+C<preserve>); it may be a trap planted there. Remove it, or write without
+C<preserve>.
+
 =item C<unable to follow symlinks of 'FILENAME' - $!>
 
 With C<follow_symlinks>: a link could not be read, or the chain is longer
@@ -672,6 +700,11 @@ directory> (C<EACCES>), where C<file_set_contents> still writes.
 
 =item *
 
+C<preserve> keeps the old file's owner and mode but not its POSIX ACL (Linux
+keeps it in an extended attribute, which the portable build does not use).
+
+=item *
+
 A temporary file's random suffix (needed only when the plain name is taken)
 comes from the clock instead of C<getrandom>; C<O_EXCL> still refuses any
 existing name.
@@ -686,7 +719,7 @@ C<fsync> does not flush the drive's own cache (C<F_FULLFSYNC> would).
 
 C<FastFile::_build_info()> returns what the build uses, for tests: a hash
 reference with C<portable>, C<renameat2>, C<sync_file_range>, C<getrandom>,
-C<fdatasync> and C<O_PATH>, each 1 or 0.
+C<fdatasync>, C<O_PATH> and C<acl>, each 1 or 0.
 
 =head1 CAVEATS
 
@@ -714,13 +747,16 @@ another cluster node with the same PID), FastFile never removes it: it tries
 C<"$filename.tmp.$$.RANDOM"> instead. The reference unlinks it. One
 exception: when the exclusive create was interrupted (C<EINTR>) and the
 retry finds the name taken, NFS or a FUSE server may have created the file
-before answering C<EINTR>. That file is removed (never opened) and the name
-tried again, but only when it looks exactly like what that create makes: a
-regular file with one link, owned by the effective uid, empty, no mode bit
-beyond the mode asked for, changed since the call began (within the
-second). Nobody else can make a file owned by the caller; at worst another
-writer of the same uid and PID that has just created that name and written
-nothing yet fails its rename with C<ENOENT>, its target untouched.
+before answering C<EINTR>. That file is removed (never opened), but only
+when it looks exactly like what that create makes: a regular file with one
+link, owned by the effective uid, empty, no mode bit beyond the mode asked
+for, changed since the call began (within the second); then a random name
+is taken, never that name again. Nobody else can make a file owned by the
+caller; at worst another writer of the same uid and PID (another PID
+namespace or node, another thread) that has just created that name and
+written nothing yet fails its rename with C<ENOENT>, its target untouched.
+(Creating the name again would let that writer's rename publish this
+call's half-written file.)
 
 =item *
 

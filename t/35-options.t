@@ -83,7 +83,7 @@ sub normalise {
     $l =~ s/\b0x[0-9a-f]+\b/PTR/g;
     $l =~ s/^(write|read)\((\d+), "(?:[^"\\]|\\.)*"(?:\.\.\.)?, /$1($2, ..., /;
     $l =~ s/ = -1 (E\w+) \([^()]*\)/ = -1 $1/;
-    $l =~ s/^(write|read|close|fchown|fchmod|fdatasync|fsync)\(\d+/$1(FD/;
+    $l =~ s/^(write|read|close|fchown|fchmod|fdatasync|fsync|fsetxattr|fremovexattr)\(\d+/$1(FD/;
     $l =~ s/^(openat\(.*\)) = \d+$/$1 = FD/;
     $l =~ s/^(newfstatat|fstat)\(\d+, ""/newfstatat(FD, ""/;   # fstat(2) by its libc name
     return $l;
@@ -130,12 +130,21 @@ sub NOCLOBBER { my ($p, $r) = @_;
                 return defined $r ? LINK($p, $r) : ( LINK($p), UNLINK($p) ) }
 sub LSTAT   { qq{newfstatat(AT_FDCWD, "$_[0]", {...}, AT_SYMLINK_NOFOLLOW) = 0} }
 sub LSTAT_ENOENT { qq{newfstatat(AT_FDCWD, "$_[0]", PTR, AT_SYMLINK_NOFOLLOW) = -1 ENOENT} }
-sub COMPARE { ( qq{openat(AT_FDCWD, "$_[0]", O_RDONLY|O_NONBLOCK|O_NOFOLLOW|O_CLOEXEC) = FD},
-                'newfstatat(FD, "", {...}, AT_EMPTY_PATH) = 0', 'read(FD, ..., 65537) = 65536', 'read(FD, ..., 1) = 0', CLOSE() ) }
+# @look: whose file it is (another user's: is the directory sticky?), by default ours
+sub COMPARE { my ($p, @look) = @_; @look = ("geteuid() = $>") unless @look;
+              ( qq{openat(AT_FDCWD, "$p", O_RDONLY|O_NONBLOCK|O_NOFOLLOW|O_CLOEXEC) = FD},
+                'newfstatat(FD, "", {...}, AT_EMPTY_PATH) = 0', @look,
+                'read(FD, ..., 65537) = 65536', 'read(FD, ..., 1) = 0', CLOSE() ) }
 sub DIRSYNC { my ($d, $r) = @_; $r //= '0';
               ( qq{openat(AT_FDCWD, "$d", O_RDONLY|O_CLOEXEC|O_DIRECTORY) = FD},
                 "fsync(FD) = $r", CLOSE() ) }
 sub PLAIN   { my ($p, $m) = @_; ( T_OPEN($p, $m), WRITE64, CLOSE, RENAME($p) ) }
+# preserve asks for the old file's ACL (none here), where the build has
+# ACLs (not the portable one)
+my $ACL = FastFile::_build_info()->{acl};
+sub NOACL   { $ACL ? qq{lgetxattr("$_[0]", "system.posix_acl_access", NULL, 0) = -1 ENODATA} : () }
+# ... and so none on the new file (not one inherited from the directory)
+sub RMACL   { $ACL ? 'fremovexattr(FD, "system.posix_acl_access") = 0' : () }
 
 # ================================================================ validation
 
@@ -413,16 +422,93 @@ subtest 'preserve: mode and owner of the replaced file' => sub {
     no_temps('preserve', $d);
 };
 
+# The old file's POSIX access ACL, as the raw xattr: with an ACL the mode's
+# group bits are its mask, so a mode copied without the ACL gave the owning
+# group the mask's rights, which the ACL denied it. Set and read with the
+# xattr syscalls (no setfacl needed).
+my %XATTR_NR = (x86_64 => [188, 191], aarch64 => [5, 8]);   # setxattr, getxattr
+sub xattr_nr {
+    my ($which) = @_;
+    my $nr = eval { require 'syscall.ph'; $which eq 'set' ? &SYS_setxattr : &SYS_getxattr };
+    return $nr if defined $nr;
+    my ($arch) = grep { $Config::Config{archname} =~ /^\Q$_\E/ } keys %XATTR_NR;
+    return $arch ? $XATTR_NR{$arch}[ $which eq 'set' ? 0 : 1 ] : undef;
+}
+sub acl_of {
+    my ($path) = @_;
+    my $buf = "\0" x 1024;
+    my $n = syscall(xattr_nr('get'), $path, my $name = 'system.posix_acl_access', $buf, length $buf);
+    return $n < 0 ? undef : substr($buf, 0, $n);
+}
+subtest 'preserve: the old file\'s ACL' => sub {
+    require Config;
+    require FastFile::Writer;
+    plan skip_all => 'no xattr syscall numbers for this architecture' unless xattr_nr('set') && xattr_nr('get');
+    my $d = newdir('preserve-acl');
+    # owner rw, user 65534 rw, owning group nothing, mask rw, others nothing:
+    # the mode shows 0660
+    my $acl = pack('V', 2) . join '', map { pack 'vvV', @$_ }
+        [0x01, 6, 0xffffffff], [0x02, 6, 65534], [0x04, 0, 0xffffffff], [0x10, 6, 0xffffffff], [0x20, 0, 0xffffffff];
+    spew("$d/probe", 'x');
+    plan skip_all => 'the portable build keeps no ACL (POD: SYSTEMS AND BUILDS)' unless $ACL;
+    plan skip_all => "no POSIX ACLs here: $!"
+        if syscall(xattr_nr('set'), "$d/probe", my $name = 'system.posix_acl_access', $acl, length $acl, 0) < 0;
+    my %api = (
+        file_set_contents => sub { file_set_contents($_[0], "new\n", { preserve => 1 }) },
+        writer => sub { my $w = FastFile::Writer->new($_[0], { preserve => 1 }); $w->print("new\n"); $w->commit },
+        batch => sub { FastFile::file_set_contents_many([ $_[0] => "new\n" ], { preserve => 1 }) },
+    );
+    for my $api (sort keys %api) {
+        my $f = "$d/$api";
+        spew($f, "old\n", 0600);
+        syscall(xattr_nr('set'), $f, my $name2 = 'system.posix_acl_access', $acl, length $acl, 0) == 0 or die "setxattr: $!";
+        is(sprintf('%04o', mode_of($f)), '0660', "$api: the old file's mode shows the mask");
+        ok(eval { $api{$api}->($f); 1 }, "$api: preserve writes") or diag($@);
+        is(slurp($f), "new\n", "$api: content");
+        is(unpack('H*', acl_of($f) // ''), unpack('H*', $acl), "$api: the ACL kept: the owning group still gets nothing");
+        is(sprintf('%04o', mode_of($f)), '0660', "$api: the mode");
+    }
+    # no ACL before, none after
+    spew("$d/plain", "old\n", 0640);
+    file_set_contents("$d/plain", "new\n", { preserve => 1 });
+    ok(!defined acl_of("$d/plain"), 'no ACL before: none after');
+    # not even one inherited from the directory's default ACL (user 65534
+    # may read what is made there): the old file had none, user 65534 could
+    # not read it, nor may it read the new contents
+    my $sub = "$d/default";
+    mkdir $sub or die "mkdir: $!";
+    my %old;
+    for my $api (sort keys %api) {
+        $old{$api} = "$sub/$api";
+        spew($old{$api}, "old\n", 0640);
+    }
+    my $default = pack('V', 2) . join '', map { pack 'vvV', @$_ }
+        [0x01, 7, 0xffffffff], [0x02, 4, 65534], [0x04, 5, 0xffffffff], [0x10, 5, 0xffffffff], [0x20, 5, 0xffffffff];
+    syscall(xattr_nr('set'), $sub, my $dname = 'system.posix_acl_default', $default, length $default, 0) == 0
+        or die "setxattr: $!";
+    for my $api (sort keys %api) {
+        ok(eval { $api{$api}->($old{$api}); 1 }, "$api, a directory with a default ACL: preserve writes") or diag($@);
+        ok(!defined acl_of($old{$api}), "$api: the new file has no ACL, as the old one")
+            or diag(unpack 'H*', acl_of($old{$api}));
+        is(sprintf('%04o', mode_of($old{$api})), '0640', "$api: the mode");
+    }
+    no_temps('preserve-acl', $sub);
+    no_temps('preserve-acl', $d);
+};
+
 subtest 'preserve: syscalls and errors' => sub {
     need_strace();
     my $d = newdir('preserve-strace');
     # root gives the old file to another user; anyone else keeps it
     my ($ou, $og) = $> == 0 ? (65534, 65534) : ($>, (split ' ', $))[0]);
     my $old = sub { spew("$d/f", 'old', 0640); chown $ou, $og, "$d/f" or die "chown: $!" };
+    # whose file it is; another user's makes preserve look at the directory
+    # (a sticky world-writable one keeps only the caller's or its owner's)
+    my @LOOK = ("geteuid() = $>", $ou == $> ? () : 'newfstatat(AT_FDCWD, "D", {...}, 0) = 0');
 
     $old->();
     my $t = traced(dir => $d, code => q{file_set_contents("$D/f", $DATA, { preserve => 1 })});
-    seq_is($t, [ LSTAT('D/f'), T_OPEN('D/f', '0600'), WRITE64, "fchown(FD, $ou, $og) = 0", 'fchmod(FD, 0640) = 0',
+    seq_is($t, [ LSTAT('D/f'), @LOOK, NOACL('D/f'), T_OPEN('D/f', '0600'), WRITE64, "fchown(FD, $ou, $og) = 0", RMACL, 'fchmod(FD, 0640) = 0',
                  CLOSE, RENAME('D/f') ], 'preserve => 1 (target exists)');
     push @TRACES_WITHOUT_FSYNC, [ 'preserve', $t ];
     is(sprintf('%04o', mode_of("$d/f")), '0640', 'mode kept');
@@ -442,8 +528,8 @@ subtest 'preserve: syscalls and errors' => sub {
     is(slurp("$d/f"), 'old', 'target untouched');
     is(sprintf('%04o', mode_of("$d/f")), '0640', 'target mode untouched');
     no_temps('fchmod EPERM', $d);
-    seq_is($t, [ LSTAT('D/f'), T_OPEN('D/f', '0600'), WRITE64, "fchown(FD, $ou, $og) = 0",
-                 'fchmod(FD, 0640) = -1 EPERM (INJECTED)', CLOSE, UNLINK('D/f') ],
+    seq_is($t, [ LSTAT('D/f'), @LOOK, NOACL('D/f'), T_OPEN('D/f', '0600'), WRITE64, "fchown(FD, $ou, $og) = 0",
+                 RMACL, 'fchmod(FD, 0640) = -1 EPERM (INJECTED)', CLOSE, UNLINK('D/f') ],
            'preserve => 1, fchmod fails');
 
     # fchown fails with something else than EPERM
@@ -461,8 +547,8 @@ subtest 'preserve: syscalls and errors' => sub {
     is($t->{err}, '', 'fchown EPERM is ignored');
     is(slurp("$d/f"), $KiB64, 'fchown EPERM: file written');
     is(sprintf('%04o', mode_of("$d/f")), '0640', 'fchown EPERM: mode still set');
-    is_deeply($t->{seq}, [ LSTAT('D/f'), T_OPEN('D/f', '0600'), WRITE64, "fchown(FD, $ou, $og) = -1 EPERM (INJECTED)",
-                           "fchown(FD, -1, $og) = -1 EPERM (INJECTED)", 'fchmod(FD, 0640) = 0', CLOSE, RENAME('D/f') ],
+    is_deeply($t->{seq}, [ LSTAT('D/f'), @LOOK, NOACL('D/f'), T_OPEN('D/f', '0600'), WRITE64, "fchown(FD, $ou, $og) = -1 EPERM (INJECTED)",
+                           "fchown(FD, -1, $og) = -1 EPERM (INJECTED)", RMACL, 'fchmod(FD, 0640) = 0', CLOSE, RENAME('D/f') ],
               'fchown EPERM: fchmod and the rest follow');
     no_temps('fchown EPERM', $d);
 };
@@ -514,8 +600,10 @@ subtest 'preserve as a non-root user: EPERM from fchown is ignored' => sub {
     my $t = traced(dir => $d, pre => qq{\$) = "$gid $gid"; POSIX::setgid($gid) or die; POSIX::setuid($uid) or die},
                    code => q{file_set_contents("$D/g", $DATA, { preserve => 1 })});
     is($t->{err}, '', 'traced as nobody: no error');
-    seq_is($t, [ LSTAT('D/g'), T_OPEN('D/g', '0600'), WRITE64, 'fchown(FD, 0, 0) = -1 EPERM',
-                 'fchown(FD, -1, 0) = -1 EPERM', 'fchmod(FD, 0640) = 0',
+    # root's file: preserve looks at the directory first (sticky: refused)
+    seq_is($t, [ LSTAT('D/g'), "geteuid() = $uid", 'newfstatat(AT_FDCWD, "D", {...}, 0) = 0', NOACL('D/g'),
+                 T_OPEN('D/g', '0600'), WRITE64, 'fchown(FD, 0, 0) = -1 EPERM',
+                 'fchown(FD, -1, 0) = -1 EPERM', RMACL, 'fchmod(FD, 0640) = 0',
                  CLOSE, RENAME('D/g') ], 'preserve => 1 as nobody over a root file');
     is(owner_of("$d/g"), "$uid:$gid", 'owned by nobody');
 };
@@ -829,15 +917,16 @@ subtest 'fsync + preserve + if_changed' => sub {
     need_strace();
     spew("$d/f", 'y' x 65536, 0640);
     chown $ou, $og, "$d/f" or die "chown: $!";
+    my @look = ("geteuid() = $>", $ou == $> ? () : 'newfstatat(AT_FDCWD, "D", {...}, 0) = 0');
     my $t = traced(dir => $d, code => q{file_set_contents("$D/f", $DATA, { fsync => 1, preserve => 1, if_changed => 1 })});
-    seq_is($t, [ LSTAT('D/f'), COMPARE('D/f'), T_OPEN('D/f', '0600'), WRITE64, "fchown(FD, $ou, $og) = 0",
-                 'fchmod(FD, 0640) = 0', 'fdatasync(FD) = 0', CLOSE, RENAME('D/f'), DIRSYNC('D') ],
+    seq_is($t, [ LSTAT('D/f'), COMPARE('D/f', @look), @look, NOACL('D/f'), T_OPEN('D/f', '0600'), WRITE64, "fchown(FD, $ou, $og) = 0",
+                 RMACL, 'fchmod(FD, 0640) = 0', 'fdatasync(FD) = 0', CLOSE, RENAME('D/f'), DIRSYNC('D') ],
            'fsync + preserve + if_changed, changed');
-    is(scalar(grep { /^newfstatat\(AT_FDCWD,/ } @{ $t->{seq} }), 1, 'one lstat serves preserve and if_changed');
+    is(scalar(grep { /^newfstatat\(AT_FDCWD, "D\/f"/ } @{ $t->{seq} }), 1, 'one lstat serves preserve and if_changed');
 
     $t = traced(dir => $d, code => q{file_set_contents("$D/f", $DATA, { fsync => 1, preserve => 1, if_changed => 1 })});
     is($t->{ret}, 0, 'traced unchanged: returns 0');
-    seq_is($t, [ LSTAT('D/f'), COMPARE('D/f') ], 'fsync + preserve + if_changed, unchanged');
+    seq_is($t, [ LSTAT('D/f'), COMPARE('D/f', @look) ], 'fsync + preserve + if_changed, unchanged');
     push @TRACES_WITHOUT_FSYNC, [ 'fsync+preserve+if_changed, unchanged (nothing to sync)', $t ];
 };
 

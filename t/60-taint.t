@@ -127,6 +127,40 @@ my $file = "$dir/target";
     is(slurp($target), 'w', '... content');
 }
 
+# a positional perm that is an object: its overloaded number is the value
+# sysopen gets, so a tainted one croaks as sysopen's does (and a tied one);
+# an untainted object, or tainted data beside a clean perm, still writes
+{
+    package TaintTest::Perm;
+    use overload '0+' => sub { $_[0]{v} }, '""' => sub { $_[0]{v} }, fallback => 1;
+    sub new { return bless { v => $_[1] }, $_[0] }
+    package TaintTest::Tied;
+    sub TIESCALAR { return bless [ $_[1] ], $_[0] }
+    sub FETCH { return $_[0][0] }
+    package main;
+
+    my $target = "$dir/perm-object";
+    spew($target, "old\n");
+    my $tainted = TaintTest::Perm->new(0600 . $taint);
+    tie my $tied, 'TaintTest::Tied', 0600 . $taint;
+    for my $c ([ 'an object whose number is tainted', $tainted ], [ 'a tied scalar fetching a tainted value', $tied ]) {
+        my ($what, $perm) = @$c;
+        my $line;
+        my $ok = eval { $line = __LINE__; file_set_contents($target, 'p', $perm); 1 };
+        ok(!$ok, "positional perm, $what: croaks");
+        is($@, "Insecure dependency in file_set_contents while running with -T switch at $0 line $line.\n",
+           '... Insecure dependency message');
+        is(slurp($target), "old\n", '... target unchanged');
+        is_deeply([ temps_in($dir) ], [], '... no temp');
+        ok(!eval { sysopen my $fh, "$target.x", 0101, $perm; 1 }, '... as sysopen croaks');
+        like($@, qr/^Insecure dependency in sysopen /, '... in the same words');
+    }
+    ok(file_set_contents($target, "data $taint", TaintTest::Perm->new(0600)),
+       'positional perm, an untainted object, tainted data: works');
+    is(slurp($target), 'data ', '... content');
+    is((stat $target)[2] & 07777, 0600 & ~umask, '... the object\'s mode');
+}
+
 # the readers: a tainted name may be read; what they return is tainted
 {
     my $read = "$dir/read";

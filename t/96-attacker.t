@@ -25,6 +25,7 @@ use Test::More;
 use lib 't/lib';
 use FFTest qw(slurp spew temps_in errno_text in_child strace_why strace_call full_testing);
 use Errno ();
+use Fcntl ();
 use File::Temp ();
 use POSIX ();
 
@@ -36,6 +37,11 @@ plan skip_all => 'needs root: the victim is root, the attacker uid 65534 (setuid
 
 my ($NOBODY, $NOGROUP) = (65534, 65534);
 my $SYSCTL = '/proc/sys/fs/protected_symlinks';
+# The sysctl is the machine's: another run of this test at the same time
+# (another checkout, make test -j) would flip it under our cases. flock on
+# the sysctl file itself serialises the runs and leaves no lock file.
+open my $SYSCTL_LOCK, '<', $SYSCTL or plan skip_all => "no $SYSCTL: $!";
+flock $SYSCTL_LOCK, Fcntl::LOCK_EX() or plan skip_all => "cannot lock $SYSCTL: $!";
 my $SYSCTL_WAS = slurp($SYSCTL);
 chomp $SYSCTL_WAS if defined $SYSCTL_WAS;
 
@@ -245,6 +251,54 @@ sub planted_cases {
             ok($ok, "$label: followed") or diag($err);
             ok(-l "$c->{dir}/link", "$label: the link kept");
             end_checks($label, $c, real => "$c->{dir}/real", content => $SECRET, mode => 0644);
+        }
+
+        # preserve of a file the attacker planted at the target name: its
+        # owner and mode are not taken (they would hand the attacker the
+        # new contents); refused with EACCES as fs.protected_regular would
+        # refuse root's open of it, whatever that sysctl says. A file of
+        # the follower or of the directory's owner is preserved.
+        for my $api (@APIS) {
+            my $label = "ps=$ps sticky $api preserve: the attacker's file at the target";
+            my $c = new_case('sticky');
+            my $t = "$c->{dir}/report";
+            my $planted = as_attacker(sub { spew($t, "bait\n", 0666); chmod 0666, $t or die "$!\n"; 'planted' });
+            is($planted, 'ok planted', "$label: planted");
+            my ($ok, $err, $errno) = victim($api, $t, $SECRET, { preserve => 1, perm => 0600 });
+            ok(!$ok, "$label: refused");
+            is($errno, Errno::EACCES(), "$label: EACCES");
+            like($err, qr/^unable to preserve owner and mode of '\Q$t\E' - \Q${\ errno_text(Errno::EACCES())}\E\n/,
+                 "$label: the message says why");
+            is(fingerprint($c->{dir}), "report=f:bait\n:$NOBODY:0666", "$label: the attacker's file left as it was");
+            end_checks($label, $c);
+        }
+        # if_changed over the attacker's file holding exactly the bytes: not
+        # "unchanged" (the attacker would keep writing the victim's file);
+        # replaced by the victim's own, with the victim's mode
+        for my $api (grep { $_ ne 'writer' } @APIS) {    # the writer has no if_changed
+            my $label = "ps=$ps sticky $api if_changed: the attacker's identical file";
+            my $c = new_case('sticky');
+            my $t = "$c->{dir}/conf";
+            my $planted = as_attacker(sub { spew($t, $SECRET); chmod 0666, $t or die "$!\n"; 'planted' });
+            is($planted, 'ok planted', "$label: planted");
+            my ($ok, $err) = victim($api, $t, $SECRET, { if_changed => 1, perm => 0600 });
+            ok($ok, "$label: the call succeeds") or diag($err);
+            is((lstat $t)[4], 0, "$label: the file is the victim's now");
+            like(as_attacker(sub { open(my $fh, '>>', $t) ? 'wrote' : "refused\n" }), qr/^ok refused/,
+                 "$label: the attacker can no longer write it");
+            end_checks($label, $c, real => $t, content => $SECRET, mode => 0600);
+        }
+        for my $owner (qw(follower dir-owner)) {
+            my $label = "ps=$ps sticky file_set_contents preserve: a file of the $owner";
+            my $c = new_case('sticky');
+            my $t = "$c->{dir}/report";
+            chown $NOBODY, $NOGROUP, $c->{dir} or die if $owner eq 'dir-owner';
+            spew($t, "old\n", 0640);
+            chown $NOBODY, $NOGROUP, $t or die if $owner eq 'dir-owner';
+            my ($ok, $err) = victim('file_set_contents', $t, $SECRET, { preserve => 1 });
+            ok($ok, "$label: preserved") or diag($err);
+            is((lstat $t)[4], $owner eq 'dir-owner' ? $NOBODY : 0, "$label: its owner kept");
+            end_checks($label, $c, real => $t, content => $SECRET, mode => 0640);
         }
 
         # the readers through the attacker's link: as perl's own open
