@@ -335,7 +335,11 @@ Writers are not cloned into new threads (C<CLONE_SKIP>): in the new thread
 the variable holds an unblessed reference to C<undef>. It is true, so test it
 with C<blessed> (L<Scalar::Util>), not with C<if ($w)>: a method call on it
 dies with C<Can't call method ... on unblessed reference>. Use a writer in the
-thread that created it.
+thread that created it. A writer blessed into a class that lets threads copy
+it (C<FastFile::Writer::new("Other", ...)>, a subclass whose C<CLONE_SKIP>
+returns 0) is copied as an object that holds no writer: in the new thread it
+dies with C<not a writer object>, and the copy's end leaves the parent's
+writer alone.
 
 =item Signals
 
