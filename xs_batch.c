@@ -104,6 +104,10 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
     int err;
 
     ENTER;
+    {
+        SV *const args[] = { list, opts };
+        hold_args(args);
+    }
     SvGETMAGIC(list);
     list = snapshot(list);          /* holds the array */
     if (opts) {

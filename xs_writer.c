@@ -295,6 +295,12 @@ SV *ffxs_writer_new(pTHX_ SV *klass, SV *filename, SV *opts)
 
     ENTER;
     /* snapshots, before user code (overloading) runs */
+    {
+        SV *const args[] = { klass, filename, opts };
+        hold_args(args);
+    }
+    SvGETMAGIC(klass);
+    klass = snapshot(klass);
     SvGETMAGIC(filename);
     filename = name_snapshot(filename);
     if (opts) {
