@@ -733,7 +733,9 @@ What is written is what was passed, as in the reference, which copies its
 arguments on entry (C<my ($filename, $data, ...) = @_>). Every argument (each
 name and data of a batch, C<$\>; C<$/> when a reader starts reading) is taken
 once, get-magic and all, into a private copy the call owns, before any user
-code can run. User code that runs in the middle of a call (signal handlers, a
+code can run but their own C<FETCH>es, which run in order; one that frees the
+arguments after it (clears the array they are aliases of) changes nothing
+either: they are held until taken. User code that runs in the middle of a call (signal handlers, a
 C<$SIG{__WARN__}> handler for its warnings, overloading, C<FETCH>) may then
 read, assign, append to, free or re-tie the caller's variables, clear the
 array they are in, or set C<$/> or C<$\>: that changes nothing of what is
