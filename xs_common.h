@@ -168,7 +168,8 @@ PERL_STATIC_INLINE void S_hold_args(pTHX_ SV *const *args, size_t n)
         if (args[i])
             hold_in_scope(args[i]);
 }
-#define hold_args(args) S_hold_args(aTHX_ args, sizeof(args) / sizeof(args[0]))
+#define hold_arg_array(args, n) S_hold_args(aTHX_ args, n)
+#define hold_args(args) hold_arg_array(args, sizeof(args) / sizeof(args[0]))
 
 /* $$, not getpid(): temp files are named after it. (Not SvIV(get_sv(...)):
  * SvIV evaluates its argument twice, and the lookup is the costly part.) */

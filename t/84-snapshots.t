@@ -87,6 +87,15 @@ for my $name (grep { !m{/eintr/} } @run) {
     eval { file_set_contents_many($list, $store[0]) };
     is($slurp->("$d/batch") . ' ' . $mode->("$d/batch"), "$data 0600", '... file_set_contents_many uses the options passed');
 
+    # a batch's element whose FETCH clears, grows (moves) or replaces its array
+    for my $how ('clear', 'grow', 'replace') {
+        my @list = ("$d/a-$how", 'x', "$d/b-$how", "b $data");
+        tie $list[1], 'FreeingTie', "a $data", $how eq 'clear' ? sub { @list = () }
+            : $how eq 'grow' ? sub { push @list, ('g') x 10000 } : sub { @list = ("$d/c", 'c') };
+        is(eval { file_set_contents_many(\@list) } // $@, 2, "... a batch's element's FETCH that ${how}s the array: 2 written");
+        is(join('|', map { $slurp->("$d/$_-$how") } 'a', 'b'), "a $data|b $data", '... each file as passed');
+    }
+
     @store = ('FastFile::Writer', { perm => 0600 });
     tie $name, 'FreeingTie', "$d/new", $churn;
     my $w = eval { FastFile::Writer::new($store[0], $name, $store[1]) };
