@@ -322,8 +322,8 @@ SV *ffxs_writer_new(pTHX_ SV *klass, SV *filename, SV *opts)
     mg->mg_ptr = (char *)w;             /* mg_len 0: perl neither copies nor frees it */
     mg->mg_flags |= MGf_DUP;
     SAVEFREESV(obj);
-    sv_bless(obj, stash);
-    SvREADONLY_on(SvRV(obj));
+    sv_bless(obj, stash);   /* not read-only: the writer is in the magic, and a
+                             * subclass may rebless the object */
     w->self = SvRV(obj);
     w->path = SvREFCNT_inc_simple_NN(path);
     w->wb.size = size;

@@ -96,5 +96,35 @@ use Counted;    # Counted (tie), Str (overloaded)
     }
 }
 
+# A writer reblessed: a subclass's constructor that blesses what
+# FastFile::Writer->new made (this died "Modification of a read-only value
+# attempted"), or into a class that is no writer class. It goes on working,
+# its cleanup goes with the object, and the object's own value is nothing the
+# writer depends on (assigning to it changes nothing).
+{
+    package My::Reblessing;
+    our @ISA = ('FastFile::Writer');
+    sub new { my ($class, @args) = @_; my $self = FastFile::Writer->new(@args); return bless $self, $class }
+}
+{
+    my $dir = tempdir();
+    my $w = eval { My::Reblessing->new("$dir/rebless") };
+    is(ref $w, 'My::Reblessing', 'a writer reblessed by a subclass constructor') or diag($@);
+    if ($w) {
+        $w->print('reblessed');
+        ${$w} = 0;
+        ok(eval { $w->commit }, '... works, after an assignment to its value too') or diag($@);
+        is(slurp("$dir/rebless"), 'reblessed', '... content');
+    }
+    {
+        my $o = FastFile::Writer->new("$dir/other");
+        ok(eval { bless $o, 'Not::A::Writer'; 1 }, 'a writer reblessed into another class') or diag($@);
+        FastFile::Writer::print($o, 'x');
+        is_deeply([ temps_in($dir) ], [ 'other.tmp.' . $$ ], '... keeps its temp');
+    }
+    is_deeply([ temps_in($dir) ], [], '... gone when the object goes');
+    ok(!-e "$dir/other", '... no target made');
+}
+
 no_warnings('the whole test');
 done_testing;

@@ -317,8 +317,9 @@ An undefined item; it adds nothing. Pass C<""> or skip the item.
 The temp file is removed when the writer is destroyed, which perl does on
 C<die>, on scope exit, on C<exit> and in global destruction - whatever
 class the object is blessed into (a subclass whose C<DESTROY> does not call
-this one's, C<< FastFile::Writer::new('Other', ...) >>): the cleanup hangs on
-the object itself (free magic), not only on the C<DESTROY> method. It cannot happen
+this one's, C<< FastFile::Writer::new('Other', ...) >>, an object reblessed
+after C<new>): the cleanup hangs on the object itself (free magic), not only on
+the C<DESTROY> method. It cannot happen
 on C<POSIX::_exit>, C<exec>, C<kill -9> or a crash: such a temp file stays
 (named C<< "$file.tmp.<pid>" >>), the target is still intact.
 
