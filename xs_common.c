@@ -69,22 +69,48 @@ static void S_stringify_number(pTHX_ SV *sv)
     SvPOK_on(sv);
 }
 
-SV *ffxs_stringified(pTHX_ SV *sv)
+/* The string form of the reference sv (a snapshot) in a new mortal, as
+ * perl's SvPV makes it - overloading's result, or "Class=HASH(0x...)" -
+ * but with a number that "" returns formatted as in the reference's scope:
+ * perl would format it in the caller's, under its `use locale`. */
+static SV *S_stringified_ref(pTHX_ SV *sv)
 {
-    SV *str;
+    SV *str = sv_newmortal();
 
-    if (SvPOKp(sv))
-        return sv;
-    if (!SvROK(sv)) {
-        if (SvNOKp(sv))
-            S_stringify_number(aTHX_ sv);
-        else
-            (void)SvPV_nomg_nolen(sv);
-        return sv;
+    if (SvAMAGIC(sv)) {
+        SV *res = AMG_CALLunary(sv, string_amg);   /* "" (or its fallback) once */
+
+        if (!res || (SvROK(res) && SvRV(res) == SvRV(sv))) {
+            /* no string form of its own: perl's for a plain object */
+            HV *stash = SvSTASH(SvRV(sv));
+
+            sv_setpvf(str, "%" HEKf "=%s(0x%" UVxf ")", HEKfARG(HvNAME_HEK(stash)),
+                      sv_reftype(SvRV(sv), 0), PTR2UV(SvRV(sv)));
+            return str;
+        }
+        sv_setsv_nomg(str, res);        /* (res may be anyone's) */
+        if (!SvOK(str)) {               /* undef: "", warned once as perl does */
+            (void)SvPV_nomg_nolen(str);
+            sv_setpvs(str, "");
+            return str;
+        }
+        return stringified(str);        /* another object: its "" in turn, as perl does */
     }
-    str = sv_newmortal();          /* overloading's result, or "HASH(0x...)" */
     sv_copypv_nomg(str, sv);
     return str;
+}
+
+SV *ffxs_stringified(pTHX_ SV *sv)
+{
+    if (SvPOKp(sv))
+        return sv;
+    if (SvROK(sv))
+        return S_stringified_ref(aTHX_ sv);
+    if (SvNOKp(sv))
+        S_stringify_number(aTHX_ sv);
+    else
+        (void)SvPV_nomg_nolen(sv);
+    return sv;
 }
 
 NV ffxs_number_arg(pTHX_ SV *sv, const char *op)

@@ -71,8 +71,8 @@ C<$data>, C<$filename> or C<$max> gets no cached string form, a string C<$perm>
 no number form (JSON encoders see the same types before and after the call).
 Each argument is read once (C<FETCH>, overloading), on entry, into a private
 copy: what is written is the value at the call, whatever user code does
-meanwhile (see L</CAVEATS>). A number (data, a numeric name, a numeric C<$\>)
-is formatted as the reference formats it, in its own scope: C<1.5> is
+meanwhile (see L</CAVEATS>). A number (data, a numeric name, a numeric C<$\>,
+a number that an overloaded C<""> returns) is formatted as the reference formats it, in its own scope: C<1.5> is
 C<"1.5"> even under the caller's C<use locale> with a comma radix. After
 success C<$!> is what the reference leaves: 0, or C<ENOTTY> (from its
 C<sysopen>, perl asks C<isatty>) when there were no bytes to write.
