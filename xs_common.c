@@ -81,11 +81,10 @@ static SV *S_stringified_ref(pTHX_ SV *sv)
         SV *res = AMG_CALLunary(sv, string_amg);   /* "" (or its fallback) once */
 
         if (!res || (SvROK(res) && SvRV(res) == SvRV(sv))) {
-            /* no string form of its own: perl's for a plain object */
-            HV *stash = SvSTASH(SvRV(sv));
-
-            sv_setpvf(str, "%" HEKf "=%s(0x%" UVxf ")", HEKfARG(HvNAME_HEK(stash)),
-                      sv_reftype(SvRV(sv), 0), PTR2UV(SvRV(sv)));
+            /* no string form of its own: perl's for a plain object (its
+             * class, "__ANON__" for a deleted one, its type and address) */
+            sv_ref(str, SvRV(sv), 1);
+            sv_catpvf(str, "=%s(0x%" UVxf ")", sv_reftype(SvRV(sv), 0), PTR2UV(SvRV(sv)));
             return str;
         }
         sv_setsv_nomg(str, res);        /* (res may be anyone's) */
