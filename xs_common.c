@@ -88,6 +88,8 @@ static SV *S_stringified_ref(pTHX_ SV *sv)
             return str;
         }
         sv_setsv_nomg(str, res);        /* (res may be anyone's) */
+        if (SvTAINTED(res))             /* as perl's SvPV keeps it, for -T's checks */
+            SvTAINTED_on(str);
         if (!SvOK(str)) {               /* undef: "", warned once as perl does */
             (void)SvPV_nomg_nolen(str);
             sv_setpvs(str, "");
@@ -282,7 +284,8 @@ SV *ffxs_path_arg(pTHX_ SV *name, const char *write_op)
     path = stringified(name);
     if (SvCUR(path) == 0)
         croak("file name is undefined or empty\n");
-    if (write_op && SvTAINTED(name)) {
+    /* the name, or the string overloading made of it, as sysopen checks it */
+    if (write_op && (SvTAINTED(name) || SvTAINTED(path))) {
         TAINT;
         taint_proper(NULL, write_op);
     }
