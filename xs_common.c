@@ -83,7 +83,16 @@ static SV *S_stringified_ref(pTHX_ SV *sv)
         if (!res || (SvROK(res) && SvRV(res) == SvRV(sv))) {
             /* no string form of its own: perl's for a plain object (its
              * class, "__ANON__" for a deleted one, its type and address) */
-            sv_ref(str, SvRV(sv), 1);
+            HV *stash = SvSTASH(SvRV(sv));
+            const char *name = HvNAME_get(stash);
+
+            if (name) {
+                sv_setpvn(str, name, HvNAMELEN_get(stash));
+                if (HvNAMEUTF8(stash))
+                    SvUTF8_on(str);
+            } else {
+                sv_setpvs(str, "__ANON__");
+            }
             sv_catpvf(str, "=%s(0x%" UVxf ")", sv_reftype(SvRV(sv), 0), PTR2UV(SvRV(sv)));
             return str;
         }

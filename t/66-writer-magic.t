@@ -26,6 +26,32 @@ use Counted;    # Counted (tie), Str (overloaded)
     is($obj->{n}, 1, 'overloading called once');
 }
 
+# an overloaded "" that gives no string of its own (returns the object, or
+# has only other operators): perl's plain form, "Class=HASH(0x...)", with a
+# UTF-8 class name kept UTF-8; one that returns another object: its "" in turn
+{
+    package Returns::Self { use overload '""' => sub { $_[0] }, fallback => 1; }
+    package Only::Plus { use overload '+' => sub { 1 }, fallback => 1; }
+    package Returns::Inner { use overload '""' => sub { Str->new(s => 'inner') }; }
+    my $dir = tempdir();
+    my $utf8_class = "Caf\x{e9}::\x{263a}";
+    {
+        no strict 'refs';
+        @{"${utf8_class}::ISA"} = ('Returns::Self');
+    }
+    for my $obj (bless({}, 'Returns::Self'), bless([], 'Only::Plus'), bless({}, $utf8_class),
+                 bless({}, 'Returns::Inner')) {
+        my $w = FastFile::Writer->new("$dir/plain", { utf8 => 1 });
+        $w->print($obj);
+        $w->commit;
+        my $want = "$obj";
+        utf8::encode($want);
+        my $label = ref $obj;
+        utf8::encode($label);
+        is(slurp("$dir/plain"), $want, "an object overloaded to no string of its own: $label");
+    }
+}
+
 # user code run for an item (overloading) that ends the writer
 {
     package Ender;
