@@ -35,6 +35,10 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
     /* As the reference's my (...) = @_: each argument's get-magic once, in
      * order, into a snapshot, before any user code (overloading) can run;
      * then $\. From here nothing of the caller's is used. */
+    {
+        SV *const args[] = { filename, data, perm, force };
+        hold_args(args);
+    }
     SvGETMAGIC(filename);
     filename = name_snapshot(filename);
     if (data) {
@@ -139,6 +143,10 @@ static SV *S_file_get_contents(pTHX_ SV *filename, SV *max_arg)
 
     ENTER;   /* closes fd when this function returns or croaks */
     /* snapshots, before user code (overloading) runs, as in file_set_contents */
+    {
+        SV *const args[] = { filename, max_arg };
+        hold_args(args);
+    }
     SvGETMAGIC(filename);
     filename = name_snapshot(filename);
     if (max_arg) {

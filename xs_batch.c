@@ -97,13 +97,17 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
     struct ff_guard guard = { NULL, 0, FALSE, FALSE };
     struct ff_eintr intr = { ffxs_on_eintr, &guard };
     bool force_utf8 = FALSE;
-    SV **paths, **datas, *ors_sv = NULL;
+    SV **paths, **datas, **elems, *ors_sv = NULL;
     AV *av;
     SSize_t npairs, i;
     IV pid, written;
     int err;
 
     ENTER;
+    {
+        SV *const args[] = { list, opts };
+        hold_args(args);
+    }
     SvGETMAGIC(list);
     list = snapshot(list);          /* holds the array */
     if (opts) {
@@ -135,18 +139,27 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
     if (!force_utf8 && PL_ors_sv && SvOK(PL_ors_sv))
         ors_sv = snapshot(PL_ors_sv);
     /* Every name and data: get-magic once each, in order, into a snapshot,
-     * before user code (overloading, warnings) runs for any of them; a
-     * FETCH that shrinks the array leaves the elements gone undef. */
-    Newx(paths, 2 * npairs + 1, SV *);
+     * before user code (overloading, warnings) runs for any of them. The
+     * elements are taken out of the array first (a tied array's as proxies,
+     * whose FETCH has not run yet) and held from the first magical one on:
+     * an element's FETCH may clear, shrink or grow the array (moving it),
+     * and the elements after it are still the ones passed. */
+    Newx(paths, 4 * npairs + 1, SV *);
     SAVEFREEPV(paths);
     datas = paths + npairs;
+    elems = paths + 2 * npairs;
     for (i = 0; i < 2 * npairs; i++) {
         SV **elem = av_fetch(av, i, 0);
-        SV *sv = NULL;
 
-        if (elem) {
-            SvGETMAGIC(*elem);
-            sv = i % 2 ? snapshot(*elem) : name_snapshot(*elem);
+        elems[i] = elem ? *elem : NULL;
+    }
+    hold_arg_array(elems, (size_t)(2 * npairs));
+    for (i = 0; i < 2 * npairs; i++) {
+        SV *sv = elems[i];
+
+        if (sv) {
+            SvGETMAGIC(sv);
+            sv = i % 2 ? snapshot(sv) : name_snapshot(sv);
         }
         if (i % 2)
             datas[i / 2] = sv;

@@ -69,22 +69,58 @@ static void S_stringify_number(pTHX_ SV *sv)
     SvPOK_on(sv);
 }
 
-SV *ffxs_stringified(pTHX_ SV *sv)
+/* The string form of the reference sv (a snapshot) in a new mortal, as
+ * perl's SvPV makes it - overloading's result, or "Class=HASH(0x...)" -
+ * but with a number that "" returns formatted as in the reference's scope:
+ * perl would format it in the caller's, under its `use locale`. */
+static SV *S_stringified_ref(pTHX_ SV *sv)
 {
-    SV *str;
+    SV *str = sv_newmortal();
 
-    if (SvPOKp(sv))
-        return sv;
-    if (!SvROK(sv)) {
-        if (SvNOKp(sv))
-            S_stringify_number(aTHX_ sv);
-        else
-            (void)SvPV_nomg_nolen(sv);
-        return sv;
+    if (SvAMAGIC(sv)) {
+        SV *res = AMG_CALLunary(sv, string_amg);   /* "" (or its fallback) once */
+
+        if (!res || (SvROK(res) && SvRV(res) == SvRV(sv))) {
+            /* no string form of its own: perl's for a plain object (its
+             * class, "__ANON__" for a deleted one, its type and address) */
+            HV *stash = SvSTASH(SvRV(sv));
+            const char *name = HvNAME_get(stash);
+
+            if (name) {
+                sv_setpvn(str, name, HvNAMELEN_get(stash));
+                if (HvNAMEUTF8(stash))
+                    SvUTF8_on(str);
+            } else {
+                sv_setpvs(str, "__ANON__");
+            }
+            sv_catpvf(str, "=%s(0x%" UVxf ")", sv_reftype(SvRV(sv), 0), PTR2UV(SvRV(sv)));
+            return str;
+        }
+        sv_setsv_nomg(str, res);        /* (res may be anyone's) */
+        if (SvTAINTED(res))             /* as perl's SvPV keeps it, for -T's checks */
+            SvTAINTED_on(str);
+        if (!SvOK(str)) {               /* undef: "", warned once as perl does */
+            (void)SvPV_nomg_nolen(str);
+            sv_setpvs(str, "");
+            return str;
+        }
+        return stringified(str);        /* another object: its "" in turn, as perl does */
     }
-    str = sv_newmortal();          /* overloading's result, or "HASH(0x...)" */
     sv_copypv_nomg(str, sv);
     return str;
+}
+
+SV *ffxs_stringified(pTHX_ SV *sv)
+{
+    if (SvPOKp(sv))
+        return sv;
+    if (SvROK(sv))
+        return S_stringified_ref(aTHX_ sv);
+    if (SvNOKp(sv))
+        S_stringify_number(aTHX_ sv);
+    else
+        (void)SvPV_nomg_nolen(sv);
+    return sv;
 }
 
 NV ffxs_number_arg(pTHX_ SV *sv, const char *op)
@@ -259,7 +295,8 @@ SV *ffxs_path_arg(pTHX_ SV *name, const char *write_op)
     path = stringified(name);
     if (SvCUR(path) == 0)
         croak("file name is undefined or empty\n");
-    if (write_op && SvTAINTED(name)) {
+    /* the name, or the string overloading made of it, as sysopen checks it */
+    if (write_op && (SvTAINTED(name) || SvTAINTED(path))) {
         TAINT;
         taint_proper(NULL, write_op);
     }

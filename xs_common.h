@@ -152,6 +152,25 @@ PERL_STATIC_INLINE void S_hold_in_scope(pTHX_ SV *sv)
 }
 #define hold_in_scope(sv) S_hold_in_scope(aTHX_ sv)
 
+/* The arguments args[0..n) (NULL for one not given) kept alive until the
+ * current scope is left, from the first one with get-magic on: its FETCH
+ * is user code that runs before the later ones are snapshotted, and may
+ * free them (clear the array they are aliases of). Call it before the first
+ * get-magic; without magic, no user code runs until every snapshot is
+ * taken, and nothing is held. */
+PERL_STATIC_INLINE void S_hold_args(pTHX_ SV *const *args, size_t n)
+{
+    size_t i = 0;
+
+    while (i < n && !(args[i] && SvGMAGICAL(args[i])))
+        i++;
+    for (; i < n; i++)
+        if (args[i])
+            hold_in_scope(args[i]);
+}
+#define hold_arg_array(args, n) S_hold_args(aTHX_ args, n)
+#define hold_args(args) hold_arg_array(args, sizeof(args) / sizeof(args[0]))
+
 /* $$, not getpid(): temp files are named after it. (Not SvIV(get_sv(...)):
  * SvIV evaluates its argument twice, and the lookup is the costly part.) */
 PERL_STATIC_INLINE IV S_dollar_pid(pTHX)

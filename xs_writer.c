@@ -35,20 +35,32 @@ struct ff_writer {
 };
 
 static int S_writer_free(pTHX_ SV *sv, MAGIC *mg);
+static int S_writer_dup(pTHX_ MAGIC *mg, CLONE_PARAMS *param);
 
-/* Tags the SV that holds a writer's address: its identity is this table's
- * address, so no other object passes for a writer, and checking it costs no
- * lookup by class name. Its free callback cleans the writer up when the
- * object goes, whatever class it is blessed into and whatever that class's
- * DESTROY does. */
-static const MGVTBL writer_tag = { NULL, NULL, NULL, NULL, S_writer_free, NULL, NULL, NULL };
+/* Tags the object's SV and holds the writer's address (mg_ptr): its
+ * identity is this table's address, so no other object passes for a
+ * writer, and checking it costs no lookup by class name. Its free callback
+ * cleans the writer up when the object goes, whatever class it is blessed
+ * into and whatever that class's DESTROY does; its dup callback leaves a
+ * new thread's copy of the object (one that CLONE_SKIP does not stop: a
+ * writer blessed into another class) holding no writer, so that only the
+ * thread that made it can write, remove the temp or free it. */
+static const MGVTBL writer_tag = { NULL, NULL, NULL, NULL, S_writer_free, NULL, S_writer_dup, NULL };
+
+/* The writer held by the object's SV obj, or NULL (no writer object, or a
+ * thread's copy of one). */
+static struct ff_writer *S_writer_of(pTHX_ SV *obj)
+{
+    MAGIC *mg = mg_findext(obj, PERL_MAGIC_ext, &writer_tag);
+
+    return mg ? (struct ff_writer *)mg->mg_ptr : NULL;
+}
+#define writer_of(obj) S_writer_of(aTHX_ obj)
 
 struct ff_writer *ffxs_writer_fetch(pTHX_ SV *self)
 {
-    struct ff_writer *w = NULL;
+    struct ff_writer *w = SvROK(self) ? writer_of(SvRV(self)) : NULL;
 
-    if (SvROK(self) && mg_findext(SvRV(self), PERL_MAGIC_ext, &writer_tag))
-        w = INT2PTR(struct ff_writer *, SvIVX(SvRV(self)));
     if (!w || w->destroyed)
         croak(FF_WRITER_CLASS ": not a writer object\n");
     return w;
@@ -271,12 +283,19 @@ SV *ffxs_writer_new(pTHX_ SV *klass, SV *filename, SV *opts)
     struct ff_options opt;
     struct ff_atomic ready;
     SV *path, *obj;
+    MAGIC *mg;
     HV *stash;
     bool force_utf8 = FALSE;
     size_t size = FF_WRITER_DEFAULT_SIZE;
 
     ENTER;
     /* snapshots, before user code (overloading) runs */
+    {
+        SV *const args[] = { klass, filename, opts };
+        hold_args(args);
+    }
+    SvGETMAGIC(klass);
+    klass = snapshot(klass);
     SvGETMAGIC(filename);
     filename = name_snapshot(filename);
     if (opts) {
@@ -293,11 +312,13 @@ SV *ffxs_writer_new(pTHX_ SV *klass, SV *filename, SV *opts)
     Newxz(w, 1, struct ff_writer);
     w->a.fd = -1;
     w->state = FF_W_ABORTED;
-    obj = newRV_noinc(newSViv(PTR2IV(w)));
-    sv_magicext(SvRV(obj), NULL, PERL_MAGIC_ext, &writer_tag, NULL, 0);
+    obj = newRV_noinc(newSV(0));
+    mg = sv_magicext(SvRV(obj), NULL, PERL_MAGIC_ext, &writer_tag, NULL, 0);
+    mg->mg_ptr = (char *)w;             /* mg_len 0: perl neither copies nor frees it */
+    mg->mg_flags |= MGf_DUP;
     SAVEFREESV(obj);
-    sv_bless(obj, stash);
-    SvREADONLY_on(SvRV(obj));
+    sv_bless(obj, stash);   /* not read-only: the writer is in the magic, and a
+                             * subclass may rebless the object */
     w->self = SvRV(obj);
     w->path = SvREFCNT_inc_simple_NN(path);
     w->wb.size = size;
@@ -349,26 +370,30 @@ bool ffxs_writer_abort(pTHX_ struct ff_writer *w)
     return TRUE;
 }
 
-/* Free the writer behind the object's SV sv (its temp removed unless
- * committed) and leave sv holding none. */
-static void S_writer_free_now(pTHX_ SV *sv)
+/* writer_tag's free callback: the object's SV is being freed (never while
+ * busy: the methods hold the object while they run). The writer goes, its
+ * temp removed unless committed. */
+static int S_writer_free(pTHX_ SV *sv, MAGIC *mg)
 {
-    struct ff_writer *w = INT2PTR(struct ff_writer *, SvIVX(sv));
+    struct ff_writer *w = (struct ff_writer *)mg->mg_ptr;
 
+    PERL_UNUSED_ARG(sv);
     if (!w)
-        return;
-    SvIV_set(sv, 0);
+        return 0;
+    mg->mg_ptr = NULL;
     writer_discard(w);
     SvREFCNT_dec(w->path);
     Safefree(w);
+    return 0;
 }
 
-/* writer_tag's free callback: the object's SV is being freed. (Never while
- * busy: the methods hold the object while they run.) */
-static int S_writer_free(pTHX_ SV *sv, MAGIC *mg)
+/* writer_tag's dup callback: a new thread's copy of the object holds no
+ * writer (the C writer, its fd and temp are the parent thread's). */
+static int S_writer_dup(pTHX_ MAGIC *mg, CLONE_PARAMS *param)
 {
-    PERL_UNUSED_ARG(mg);
-    S_writer_free_now(aTHX_ sv);
+    PERL_UNUSED_CONTEXT;
+    PERL_UNUSED_ARG(param);
+    mg->mg_ptr = NULL;
     return 0;
 }
 
@@ -376,8 +401,7 @@ void ffxs_writer_destroy(pTHX_ SV *self)
 {
     struct ff_writer *w;
 
-    if (!SvROK(self) || !mg_findext(SvRV(self), PERL_MAGIC_ext, &writer_tag)
-        || !(w = INT2PTR(struct ff_writer *, SvIVX(SvRV(self)))))
+    if (!SvROK(self) || !(w = writer_of(SvRV(self))))
         return;
     /* called by hand from a signal handler inside one of its writes: the
      * write goes on, the writer is cleaned up when its object is freed */

@@ -71,8 +71,8 @@ C<$data>, C<$filename> or C<$max> gets no cached string form, a string C<$perm>
 no number form (JSON encoders see the same types before and after the call).
 Each argument is read once (C<FETCH>, overloading), on entry, into a private
 copy: what is written is the value at the call, whatever user code does
-meanwhile (see L</CAVEATS>). A number (data, a numeric name, a numeric C<$\>)
-is formatted as the reference formats it, in its own scope: C<1.5> is
+meanwhile (see L</CAVEATS>). A number (data, a numeric name, a numeric C<$\>,
+a number that an overloaded C<""> returns) is formatted as the reference formats it, in its own scope: C<1.5> is
 C<"1.5"> even under the caller's C<use locale> with a comma radix. After
 success C<$!> is what the reference leaves: 0, or C<ENOTTY> (from its
 C<sysopen>, perl asks C<isatty>) when there were no bytes to write.
@@ -776,7 +776,9 @@ What is written is what was passed, as in the reference, which copies its
 arguments on entry (C<my ($filename, $data, ...) = @_>). Every argument (each
 name and data of a batch, C<$\>; C<$/> when a reader starts reading) is taken
 once, get-magic and all, into a private copy the call owns, before any user
-code can run. User code that runs in the middle of a call (signal handlers, a
+code can run but their own C<FETCH>es, which run in order; one that frees the
+arguments after it (clears the array they are aliases of) changes nothing
+either: they are held until taken. User code that runs in the middle of a call (signal handlers, a
 C<$SIG{__WARN__}> handler for its warnings, overloading, C<FETCH>) may then
 read, assign, append to, free or re-tie the caller's variables, clear the
 array they are in, or set C<$/> or C<$\>: that changes nothing of what is

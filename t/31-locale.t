@@ -60,6 +60,19 @@ unlink glob "7*";
 file_set_contents_many(["$dir/a", 3.5]);      push @out, "batch " . got("$dir/a");
 my $w = FastFile::Writer->new("$dir/a"); $w->print(4.5, 'x'); $w->write(5.5); $w->commit;
 push @out, "writer " . got("$dir/a");
+{ package NumStr; use overload '""' => sub { ${ $_[0] } }; }
+my $num_obj = bless \(my $nv = 6.5), 'NumStr';
+file_set_contents("$dir/a", $num_obj);         push @out, "overloaded " . got("$dir/a");
+ref_file_set_contents("$dir/a", $num_obj);     push @out, "reference_overloaded " . got("$dir/a");
+file_set_contents_many(["$dir/a", $num_obj]);  push @out, "batch_overloaded " . got("$dir/a");
+$w = FastFile::Writer->new("$dir/a"); $w->print($num_obj, $num_obj); $w->commit;
+push @out, "print_overloaded " . got("$dir/a");
+file_set_contents($num_obj, 'n');              push @out, 'name_overloaded ' . join ',', glob "6*";
+unlink glob "6*";
+my @fmt = ('%.2f|%s|%g|%d', 6.25, 7.5, 0.125, 8);
+$w = FastFile::Writer->new("$dir/a"); $w->printf(@fmt); $w->commit;
+push @out, "printf " . got("$dir/a");
+push @out, "sprintf " . sprintf($fmt[0], @fmt[1 .. $#fmt]);
 print map { "$_\n" } @out;
 PERL
 my ($status, $out) = run_perl($code, args => [$locale, $dir], env => \%env);
@@ -74,5 +87,14 @@ is($got{ors}, 'x0.5', '$\\: 0.5');
 is($got{name}, '7.5', 'file name: 7.5');
 is($got{batch}, '3.5', 'file_set_contents_many: 3.5');
 is($got{writer}, '4.5x5.5', "the writer's print and write: 4.5, 5.5");
+# an overloaded "" that returns a number: formatted in the reference's scope too
+is($got{reference_overloaded}, '6.5', 'the reference writes an overloaded 6.5 as 6.5');
+is($got{overloaded}, '6.5', 'data overloaded to a number: 6.5');
+is($got{batch_overloaded}, '6.5', '... file_set_contents_many: 6.5');
+is($got{print_overloaded}, '6.56.5', "... the writer's print: 6.5");
+is($got{name_overloaded}, '6.5', '... a file name: 6.5');
+# printf formats as the caller's sprintf does (a file handle's printf too)
+is($got{sprintf}, '6,25|7,5|0,125|8', "the caller's sprintf uses the comma");
+is($got{printf}, $got{sprintf}, "the writer's printf: as the caller's sprintf");
 
 done_testing();

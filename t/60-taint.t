@@ -41,6 +41,26 @@ my $file = "$dir/target";
     like($@, qr/^Insecure dependency in open while running with -T switch/, '... in the same words');
 }
 
+# a file name whose overloaded "" (or its fallback) returns a tainted string:
+# the reference's sysopen croaks on the string, so do the writers (they
+# checked only the object, and wrote)
+{
+    package TaintedName;
+    use overload '""' => sub { $_[0]{name} }, fallback => 1;
+}
+{
+    my $obj = bless { name => $file . $taint }, 'TaintedName';
+    for my $call ([ file_set_contents => sub { file_set_contents($obj, 'data') } ],
+                  [ file_set_contents_many => sub { file_set_contents_many([ $obj, 'data' ]) } ],
+                  [ 'FastFile::Writer->new' => sub { FastFile::Writer->new($obj)->commit } ]) {
+        my ($name, $code) = @$call;
+        ok(!eval { $code->(); 1 }, "$name: an overloaded name that gives a tainted string croaks");
+        like($@, qr/^Insecure dependency in \Q$name\E while running with -T switch/, '... Insecure dependency');
+        ok(!-e $file, '... nothing written');
+    }
+    is_deeply([ temps_in($dir) ], [], '... no temp');
+}
+
 # untainted works, tainted data is fine
 {
     ok(file_set_contents($file, 'clean'), 'untainted file name: works');

@@ -26,6 +26,32 @@ use Counted;    # Counted (tie), Str (overloaded)
     is($obj->{n}, 1, 'overloading called once');
 }
 
+# an overloaded "" that gives no string of its own (returns the object, or
+# has only other operators): perl's plain form, "Class=HASH(0x...)", with a
+# UTF-8 class name kept UTF-8; one that returns another object: its "" in turn
+{
+    package Returns::Self { use overload '""' => sub { $_[0] }, fallback => 1; }
+    package Only::Plus { use overload '+' => sub { 1 }, fallback => 1; }
+    package Returns::Inner { use overload '""' => sub { Str->new(s => 'inner') }; }
+    my $dir = tempdir();
+    my $utf8_class = "Caf\x{e9}::\x{263a}";
+    {
+        no strict 'refs';
+        @{"${utf8_class}::ISA"} = ('Returns::Self');
+    }
+    for my $obj (bless({}, 'Returns::Self'), bless([], 'Only::Plus'), bless({}, $utf8_class),
+                 bless({}, 'Returns::Inner')) {
+        my $w = FastFile::Writer->new("$dir/plain", { utf8 => 1 });
+        $w->print($obj);
+        $w->commit;
+        my $want = "$obj";
+        utf8::encode($want);
+        my $label = ref $obj;
+        utf8::encode($label);
+        is(slurp("$dir/plain"), $want, "an object overloaded to no string of its own: $label");
+    }
+}
+
 # user code run for an item (overloading) that ends the writer
 {
     package Ender;
@@ -94,6 +120,36 @@ use Counted;    # Counted (tie), Str (overloaded)
         ok(!eval { $w->print('x'); 1 }, '... and the object is no writer any more');
         like($@, qr/not a writer object/, '... it says so');
     }
+}
+
+# A writer reblessed: a subclass's constructor that blesses what
+# FastFile::Writer->new made (this died "Modification of a read-only value
+# attempted"), or into a class that is no writer class. It goes on working,
+# its cleanup goes with the object, and the object's own value is nothing the
+# writer depends on (assigning to it changes nothing).
+{
+    package My::Reblessing;
+    our @ISA = ('FastFile::Writer');
+    sub new { my ($class, @args) = @_; my $self = FastFile::Writer->new(@args); return bless $self, $class }
+}
+{
+    my $dir = tempdir();
+    my $w = eval { My::Reblessing->new("$dir/rebless") };
+    is(ref $w, 'My::Reblessing', 'a writer reblessed by a subclass constructor') or diag($@);
+    if ($w) {
+        $w->print('reblessed');
+        ${$w} = 0;
+        ok(eval { $w->commit }, '... works, after an assignment to its value too') or diag($@);
+        is(slurp("$dir/rebless"), 'reblessed', '... content');
+    }
+    {
+        my $o = FastFile::Writer->new("$dir/other");
+        ok(eval { bless $o, 'Not::A::Writer'; 1 }, 'a writer reblessed into another class') or diag($@);
+        FastFile::Writer::print($o, 'x');
+        is_deeply([ temps_in($dir) ], [ 'other.tmp.' . $$ ], '... keeps its temp');
+    }
+    is_deeply([ temps_in($dir) ], [], '... gone when the object goes');
+    ok(!-e "$dir/other", '... no target made');
 }
 
 no_warnings('the whole test');

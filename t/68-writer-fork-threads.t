@@ -78,5 +78,37 @@ PERL
     is(slurp("$dir/threaded"), "parent\nstill mine\nvia fh\n", '... with its data');
 }
 
+# A writer whose class lets threads copy it (new called as a function with
+# another class; a subclass whose CLONE_SKIP says 0): the copy holds no
+# writer. It cannot write, and freeing it when the thread ends neither
+# removes the parent's temp nor frees its writer (that was a double free, and
+# the parent's commit failed with EBADF).
+SKIP: {
+    skip 'perl without ithreads', 8 unless $Config{useithreads};
+    my $dir = tempdir();
+    for my $how ('other', 'subclass') {
+        my ($status, $out) = run_perl(<<'PERL', switches => ['-MFastFile::Writer'], args => ["$dir/$how", $how]);
+use threads;
+local $SIG{ALRM} = sub { exit 9 }; alarm 30;
+@Sub::ISA = ('FastFile::Writer');
+sub Sub::CLONE_SKIP { 0 }
+my ($file, $how) = @ARGV;
+my $w = $how eq 'other' ? FastFile::Writer::new('Other', $file) : Sub->new($file);
+FastFile::Writer::print($w, "parent\n");
+my $err = threads->create(sub {
+    eval { FastFile::Writer::print($w, "from the thread\n"); 1 } ? 'printed' : $@;
+})->join;
+print $err;
+FastFile::Writer::print($w, "still mine\n");
+FastFile::Writer::commit($w);
+exit 0;
+PERL
+        is($status, 0, "threads, $how: the parent commits after the thread ended");
+        like($out, qr/^FastFile::Writer: not a writer object/, "... the thread's copy is no writer");
+        is(slurp("$dir/$how"), "parent\nstill mine\n", '... the file has the parent\'s data');
+        is_deeply([temps_in($dir)], [], '... no temp left');
+    }
+}
+
 no_warnings('the whole test');
 done_testing;

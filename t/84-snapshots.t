@@ -18,7 +18,7 @@ BEGIN { $ENV{LC_ALL} = 'C'; delete $ENV{LANGUAGE} }
 use Config;
 use Test::More;
 use lib 't/lib';
-use FFTest qw(strace_why strace_calls full_testing tempdir);
+use FFTest qw(strace_why strace_calls full_testing tempdir temps_in);
 use SnapshotCases qw(case_names run_case);
 use FastFile qw(file_set_contents file_set_contents_many);
 use FastFile::Writer;
@@ -56,6 +56,58 @@ for my $name (grep { !m{/eintr/} } @run) {
         my $got = do { local $/; <$fh> };
         is($got, "value $i " . ('x' x (1000 * $i)), "... file $i has what FETCH $i gave");
     }
+}
+
+# An argument whose FETCH (or "" overload) frees the arguments after it: they
+# are aliases of an array that it clears, and new SVs take their place. Each
+# call still sees the values it was passed (before, file_set_contents read
+# the freed data and perm: other bytes, mode 0; the writer's new was blessed
+# into a class named by the overload's result).
+{
+    package FreeingTie { sub TIESCALAR { my ($c, $v, $code) = @_; bless { v => $v, code => $code }, $c } sub FETCH { $_[0]{code}->(); $_[0]{v} } }
+    package FreeingName { use overload '""' => sub { $_[0]{code}->(); $_[0]{v} }; }
+    my $d = fresh();
+    our @store;
+    my $churn = sub { @store = (); my @junk = map { "junk $_" . ('j' x 50) } 1 .. 200; return };
+    my $data = 'data ' x 30;
+    my $mode = sub { sprintf '%04o', (stat $_[0])[2] & 07777 };
+    my $slurp = sub { open my $fh, '<', $_[0] or return "$_[0]: $!"; local $/; scalar <$fh> };
+
+    @store = ($data, 0600);
+    tie my $name, 'FreeingTie', "$d/fsc", $churn;
+    eval { file_set_contents($name, $store[0], $store[1]) };
+    is($slurp->("$d/fsc") . ' ' . $mode->("$d/fsc"), "$data 0600", 'a FETCH that frees the later arguments: file_set_contents writes them as passed');
+
+    @store = (100);     # the file has 150 bytes
+    tie $name, 'FreeingTie', "$d/fsc", $churn;
+    like(eval { FastFile::file_get_contents($name, $store[0]); 'read' } // $@, qr/too long/, '... file_get_contents keeps to the max passed');
+
+    @store = ({ perm => 0600 });
+    tie my $list, 'FreeingTie', ["$d/batch", $data], $churn;
+    eval { file_set_contents_many($list, $store[0]) };
+    is($slurp->("$d/batch") . ' ' . $mode->("$d/batch"), "$data 0600", '... file_set_contents_many uses the options passed');
+
+    # a batch's element whose FETCH clears, grows (moves) or replaces its array
+    for my $how ('clear', 'grow', 'replace') {
+        my @list = ("$d/a-$how", 'x', "$d/b-$how", "b $data");
+        tie $list[1], 'FreeingTie', "a $data", $how eq 'clear' ? sub { @list = () }
+            : $how eq 'grow' ? sub { push @list, ('g') x 10000 } : sub { @list = ("$d/c", 'c') };
+        is(eval { file_set_contents_many(\@list) } // $@, 2, "... a batch's element's FETCH that ${how}s the array: 2 written");
+        is(join('|', map { $slurp->("$d/$_-$how") } 'a', 'b'), "a $data|b $data", '... each file as passed');
+    }
+
+    @store = ('FastFile::Writer', { perm => 0600 });
+    tie $name, 'FreeingTie', "$d/new", $churn;
+    my $w = eval { FastFile::Writer::new($store[0], $name, $store[1]) };
+    is(ref $w, 'FastFile::Writer', "... the writer's new: the class passed") or diag($@);
+    $w->commit if ref $w eq 'FastFile::Writer';
+    is($mode->("$d/new"), '0600', '... and the options passed');
+
+    @store = ('FastFile::Writer', bless({ v => "$d/new2", code => $churn }, 'FreeingName'));
+    $w = eval { FastFile::Writer::new(@store) };
+    is(ref $w, 'FastFile::Writer', "... the writer's new, the name's \"\" frees the class") or diag($@);
+    $w->commit if ref $w eq 'FastFile::Writer';
+    is_deeply([temps_in($d)], [], '... no temp left');
 }
 
 # ------------------------------------------------------------ no copy

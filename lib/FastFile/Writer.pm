@@ -317,8 +317,9 @@ An undefined item; it adds nothing. Pass C<""> or skip the item.
 The temp file is removed when the writer is destroyed, which perl does on
 C<die>, on scope exit, on C<exit> and in global destruction - whatever
 class the object is blessed into (a subclass whose C<DESTROY> does not call
-this one's, C<< FastFile::Writer::new('Other', ...) >>): the cleanup hangs on
-the object itself (free magic), not only on the C<DESTROY> method. It cannot happen
+this one's, C<< FastFile::Writer::new('Other', ...) >>, an object reblessed
+after C<new>): the cleanup hangs on the object itself (free magic), not only on
+the C<DESTROY> method. It cannot happen
 on C<POSIX::_exit>, C<exec>, C<kill -9> or a crash: such a temp file stays
 (named C<< "$file.tmp.<pid>" >>), the target is still intact.
 
@@ -335,7 +336,11 @@ Writers are not cloned into new threads (C<CLONE_SKIP>): in the new thread
 the variable holds an unblessed reference to C<undef>. It is true, so test it
 with C<blessed> (L<Scalar::Util>), not with C<if ($w)>: a method call on it
 dies with C<Can't call method ... on unblessed reference>. Use a writer in the
-thread that created it.
+thread that created it. A writer blessed into a class that lets threads copy
+it (C<FastFile::Writer::new("Other", ...)>, a subclass whose C<CLONE_SKIP>
+returns 0) is copied as an object that holds no writer: in the new thread it
+dies with C<not a writer object>, and the copy's end leaves the parent's
+writer alone.
 
 =item Signals
 
