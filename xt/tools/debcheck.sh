@@ -58,7 +58,7 @@ status=0
     print "debcheck: loads FastFile $FastFile::VERSION from $INC{q{FastFile.pm}}\n"') || status=1
 man -P cat 3pm FastFile 2>/dev/null | grep -q 'file_set_contents' \
     && echo "debcheck: man 3pm FastFile works" || { echo "debcheck: man 3pm FastFile fails" >&2; status=1; }
-(AUTOPKGTEST_TMP=$(mktemp -d) && sh debian/tests/smoke; r=$?; rm -rf "$AUTOPKGTEST_TMP"; exit $r) || status=1
+(AUTOPKGTEST_TMP=$(mktemp -d) && export AUTOPKGTEST_TMP && sh debian/tests/smoke; r=$?; rm -rf "$AUTOPKGTEST_TMP"; exit $r) || status=1
 dpkg_waiting -r libfastfile-perl || { cat "$LOG" >&2; fail "dpkg -r failed"; }
 [ $status = 0 ] || fail "the installed package does not work"
 echo "debcheck: ok (package removed again)"
