@@ -636,33 +636,9 @@ void ff_wbuf_free(struct ff_wbuf *b)
     b->len = b->cap = 0;
 }
 
-/* rename without replacing: renameat2 where the build and the filesystem
- * have it, else a hard link, which never replaces either. */
-static int rename_noreplace(struct ff_atomic *a)
-{
-    int err, undo;
-
-    FF_SYSCALL(err, a->intr, ff_rename_noreplace(a->temp, a->target));
-    if (err != EINVAL && err != ENOSYS && err != EOPNOTSUPP)
-        return err;
-    FF_SYSCALL(err, a->intr, link(a->temp, a->target));
-    if (!err) {
-        /* the temp is now a second name of the new target: remove it, or
-         * else undo the link (noclobber: there was no target before) */
-        FF_SYSCALL(err, a->intr, unlink(a->temp));
-        if (!err) {
-            a->created = 0;
-            return 0;
-        }
-        FF_SYSCALL(undo, NULL, unlink(a->target));
-        return err;
-    }
-    if (err == EPERM || err == ENOSYS || err == EOPNOTSUPP)
-        a->step = FF_STEP_NOCLOBBER;
-    return err;
-}
-
-/* The same relative to a directory fd (the batch's). */
+/* rename without replacing, relative to dirfd (the batch's directory, or
+ * AT_FDCWD): renameat2 where the build and the filesystem have it, else a
+ * hard link, which never replaces either. */
 
 int ff_noclobber_renameat(int dirfd, const char *from, const char *to, int *unsupported,
                           const struct ff_eintr *intr)
@@ -675,7 +651,8 @@ int ff_noclobber_renameat(int dirfd, const char *from, const char *to, int *unsu
         return err;
     FF_SYSCALL(err, intr, linkat(dirfd, from, dirfd, to, 0));
     if (!err) {
-        /* as above */
+        /* from is now a second name of the new target: remove it, or else
+         * undo the link (noclobber: there was no target before) */
         FF_SYSCALL(err, intr, unlinkat(dirfd, from, 0));
         if (!err)
             return 0;
@@ -683,6 +660,16 @@ int ff_noclobber_renameat(int dirfd, const char *from, const char *to, int *unsu
         return err;
     }
     *unsupported = err == EPERM || err == ENOSYS || err == EOPNOTSUPP;
+    return err;
+}
+
+static int rename_noreplace(struct ff_atomic *a)
+{
+    int unsupported, err = ff_noclobber_renameat(AT_FDCWD, a->temp, a->target, &unsupported,
+                                                 a->intr);
+
+    if (unsupported)
+        a->step = FF_STEP_NOCLOBBER;
     return err;
 }
 
@@ -887,11 +874,6 @@ char *ff_dir_of(const char *path)
 int ff_atomic_preserve(struct ff_atomic *a)
 {
     return preserve_old(a);
-}
-
-int ff_atomic_rename_noreplace(struct ff_atomic *a)
-{
-    return rename_noreplace(a);
 }
 
 unsigned long long ff_random_bits(void)

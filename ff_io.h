@@ -237,9 +237,8 @@ int ff_sticky_trusts(const struct stat *dir, uid_t owner);
 int ff_atomic_read_acl(struct ff_atomic *a);
 /* preserve: owner, ACL, then mode, of a->old onto the open temp. */
 int ff_atomic_preserve(struct ff_atomic *a);
-/* noclobber: rename a->temp to a->target without replacing anything. */
-int ff_atomic_rename_noreplace(struct ff_atomic *a);
-/* The same relative to dirfd (or AT_FDCWD): renameat2 RENAME_NOREPLACE, else
+/* noclobber: rename from to to, relative to dirfd (or AT_FDCWD), without
+ * replacing anything: renameat2 RENAME_NOREPLACE, else
  * linkat + unlinkat of from. 0 once from is gone; *unsupported is 1 when the
  * filesystem has neither way (EPERM, ENOSYS, EOPNOTSUPP of the link). */
 int ff_noclobber_renameat(int dirfd, const char *from, const char *to, int *unsupported,

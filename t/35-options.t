@@ -124,10 +124,11 @@ sub STATDIR { qq{newfstatat(AT_FDCWD, "$_[0]", {...}, 0) = 0} }    # a link's di
 # noclobber's publishing: renameat2(RENAME_NOREPLACE); a build without it
 # (FF_PORTABLE) links the temp to the target, then unlinks the temp name
 my $RENAMEAT2 = FastFile::_build_info()->{renameat2};
-sub LINK    { my ($p, $r) = @_; $r //= '0'; qq{link("$p.tmp.PID", "$p") = $r} }
+sub LINK    { my ($p, $r) = @_; $r //= '0'; qq{linkat(AT_FDCWD, "$p.tmp.PID", AT_FDCWD, "$p", 0) = $r} }
+sub UNLINKAT { qq{unlinkat(AT_FDCWD, "$_[0].tmp.PID", 0) = 0} }   # the temp name, once linked
 sub NOCLOBBER { my ($p, $r) = @_;
                 return NOREPL($p, $r) if $RENAMEAT2;
-                return defined $r ? LINK($p, $r) : ( LINK($p), UNLINK($p) ) }
+                return defined $r ? LINK($p, $r) : ( LINK($p), UNLINKAT($p) ) }
 sub LSTAT   { qq{newfstatat(AT_FDCWD, "$_[0]", {...}, AT_SYMLINK_NOFOLLOW) = 0} }
 sub LSTAT_ENOENT { qq{newfstatat(AT_FDCWD, "$_[0]", PTR, AT_SYMLINK_NOFOLLOW) = -1 ENOENT} }
 # @look: whose file it is (another user's: is the directory sticky?), by default ours
@@ -866,7 +867,7 @@ subtest 'noclobber' => sub {
         is(slurp("$d/f"), $KiB64, "renameat2 $err: file created by link");
         is((stat "$d/f")[3], 1, "renameat2 $err: one link left (temp name unlinked)");
         seq_is($t, [ T_OPEN('D/f'), WRITE64, CLOSE, NOREPL('D/f', "-1 $err (INJECTED)"),
-                     'link("D/f.tmp.PID", "D/f") = 0', UNLINK('D/f') ],
+                     LINK('D/f'), UNLINKAT('D/f') ],
                "noclobber => 1, renameat2 fails with $err (link fallback)");
         no_temps("renameat2 $err", $d);
     }
@@ -882,7 +883,7 @@ subtest 'noclobber' => sub {
 
     # neither works
     unlink "$d/f";
-    $t = traced(dir => $d, inject => [ ($RENAMEAT2 ? 'renameat2:error=EINVAL' : ()), 'link:error=EPERM' ],
+    $t = traced(dir => $d, inject => [ ($RENAMEAT2 ? 'renameat2:error=EINVAL' : ()), 'linkat:error=EPERM' ],
                 code => q{file_set_contents("$D/f", $DATA, { noclobber => 1 })});
     is($t->{err}, "noclobber is not supported by the filesystem of '$d/f' - Operation not permitted\n",
        'no renameat2, no link: croak text');

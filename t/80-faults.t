@@ -69,13 +69,13 @@ my %VARIANT = (
     if_changed => {
         code => 'file_set_contents($T, $D, { if_changed => 1 })',
     },
-    noclobber => {     # a build without renameat2 (FF_PORTABLE) links, then unlinks the temp
+    noclobber => {     # a build without renameat2 (FF_PORTABLE) links, then unlinks the temp (linkat, unlinkat)
         code => 'file_set_contents($T, $D, { noclobber => 1 })',
-        absent => 1, rename => FastFile::_build_info()->{renameat2} ? 'renameat2' : 'link',
+        absent => 1, rename => FastFile::_build_info()->{renameat2} ? 'renameat2' : 'linkat',
     },
     noclobber_link => {    # a filesystem without RENAME_NOREPLACE: link + unlink
         code => 'file_set_contents($T, $D, { noclobber => 1 })',
-        absent => 1, rename => 'link', base_inject => ['renameat2:error=EINVAL'],
+        absent => 1, rename => 'linkat', base_inject => ['renameat2:error=EINVAL'],
     },
     mkdir => {
         code => 'file_set_contents($T, $D, { mkdir => 1 })',
@@ -231,10 +231,10 @@ for my $e (qw(EACCES EIO)) {
 # noclobber on a filesystem without RENAME_NOREPLACE nor hard links
 for my $e (qw(EPERM EOPNOTSUPP)) {
     fsc_case('noclobber_link', name => "link $e (unsupported)",
-             inject => ["link:error=$e:when=1"], step => 'noclobber', errno => $e);
+             inject => ["linkat:error=$e:when=1"], step => 'noclobber', errno => $e);
 }
 fsc_case('noclobber_link', name => 'link EEXIST (target appeared)',
-         inject => ['link:error=EEXIST:when=1'], step => 'rename', errno => 'EEXIST');
+         inject => ['linkat:error=EEXIST:when=1'], step => 'rename', errno => 'EEXIST');
 
 for my $e (qw(EACCES EROFS ENOSPC EDQUOT)) {
     # mkdir a/b (ENOENT), mkdir a, mkdir a/b: each one fails in turn

@@ -309,7 +309,7 @@ SKIP: {
     # Item 6: noclobber's link fallback, unlink of the temp fails.
     push @cases, ['noclobber link fallback: unlink of the temp fails',
         { code => q{require POSIX; unlink $T;} . $call->(q{file_set_contents($T, 'new', { noclobber => 1 })}),
-          inject => ['renameat2:error=EINVAL', 'unlink:error=EIO:when=1'], paths => ['%TMP'] },
+          inject => ['renameat2:error=EINVAL', 'unlinkat:error=EIO:when=1'], paths => ['%TMP'] },
         'noclobber'];
 
     # Item 8: a FIFO swapped in between if_changed's lstat and open.
