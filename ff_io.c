@@ -66,24 +66,41 @@ int ff_sticky_trusts(const struct stat *dir, uid_t owner)
            || owner == geteuid() || owner == dir->st_uid;
 }
 
+static void release_step_mem(struct ff_atomic *a)
+{
+    free(a->step_mem);
+    a->step_mem = NULL;
+}
+
+/* stat of the directory that holds path. Its name is held in step_mem
+ * while the stat may run signal handlers, so a handler that dies leaves
+ * discard something to free, not a leak. */
+static int stat_dir_of(struct ff_atomic *a, const char *path, struct stat *dir)
+{
+    int err = ENOMEM;
+
+    a->step_mem = dir_of(path);
+    if (a->step_mem)
+        FF_SYSCALL(err, a->intr, stat(a->step_mem, dir));
+    release_step_mem(a);
+    return err;
+}
+
 /* fs.protected_symlinks, applied whatever the sysctl says: a symlink in a
  * sticky world-writable directory is followed only when its owner is the
  * follower (our euid) or the directory's owner; else EACCES, as the kernel
  * answers. Asked only once readlink has found a link (text[0..n)), so a
  * plain target costs nothing. EAGAIN: the link changed meanwhile, read it
  * again. */
-static int may_follow(const char *link_path, const char *text, ssize_t n,
-                      const struct ff_eintr *intr)
+static int may_follow(struct ff_atomic *a, const char *text, ssize_t n)
 {
+    const char *link_path = a->target;
+    const struct ff_eintr *intr = a->intr;
     char again[PATH_MAX];
     struct stat dir, link;
-    char *dir_path = dir_of(link_path);
     ssize_t m;
-    int err = ENOMEM;
+    int err = stat_dir_of(a, link_path, &dir);
 
-    if (dir_path)
-        FF_SYSCALL(err, intr, stat(dir_path, &dir));
-    free(dir_path);
     if (err)
         return err;
     if ((dir.st_mode & (S_ISVTX | S_IWOTH)) != (S_ISVTX | S_IWOTH))
@@ -124,7 +141,7 @@ static int resolve_symlinks(struct ff_atomic *a)
             return ENAMETOOLONG;
         if (hops == FF_MAX_SYMLINKS)
             return ELOOP;
-        err = may_follow(a->target, link, n, a->intr);
+        err = may_follow(a, link, n);
         if (err == EAGAIN)
             continue;       /* swapped: counts as a hop, so it ends */
         if (err)
@@ -167,12 +184,6 @@ int ff_atomic_prepare(struct ff_atomic *a)
     return 0;
 }
 
-static void release_step_mem(struct ff_atomic *a)
-{
-    free(a->step_mem);
-    a->step_mem = NULL;
-}
-
 /* Close and free what the current step holds; keeps errno. */
 static void release_step(struct ff_atomic *a)
 {
@@ -190,15 +201,12 @@ static void release_step(struct ff_atomic *a)
 static int owner_trusted(struct ff_atomic *a, uid_t owner, int *trusted)
 {
     struct stat dir;
-    int err = ENOMEM;
+    int err;
 
     *trusted = owner == geteuid();
     if (*trusted)
         return 0;
-    a->step_mem = dir_of(a->target);
-    if (a->step_mem)
-        FF_SYSCALL(err, a->intr, stat(a->step_mem, &dir));
-    release_step_mem(a);
+    err = stat_dir_of(a, a->target, &dir);
     if (!err)
         *trusted = ff_sticky_trusts(&dir, owner);
     return err;
