@@ -263,12 +263,13 @@ static int dir_fd(struct ff_batch *b, size_t k, const struct ff_eintr *intr)
         return 0;
     /* The phases scan the directories in order (look, write) and again in
      * the caller's order (rename): a plain FIFO smaller than the scan
-     * misses on every directory. So the first half of the slots, once
-     * filled, stays (hits in every scan), the other half turns over. */
+     * misses on every directory. So most slots, once filled, stay (hits in
+     * every scan); an eighth turns over, for the directories a phase
+     * comes back to soon (the caller's order may alternate a few). */
     if (b->cache_fill < b->cache_cap) {
         slot = b->cache_fill++;
     } else {
-        size_t pinned = b->cache_cap / 2;
+        size_t pinned = b->cache_cap - (b->cache_cap / 8 ? b->cache_cap / 8 : 1);
         slot = pinned + b->cache_next;
         b->cache_next = (b->cache_next + 1) % (b->cache_cap - pinned);
     }

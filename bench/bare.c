@@ -14,9 +14,14 @@
  *                            /bare-mark-end) that strace can find
  *   bare rss   FILE SIZE N   N calls (0: just fill the buffer), then prints
  *                            the peak RSS in KiB (VmHWM)
- *   bare spread FILE SIZE N  like time, but the calls go round 64 files
- *                            FILE.0 .. FILE.63 (bench/batch.pl: the floor
- *                            for a batch, which writes distinct files)
+ *   bare spread FILE SIZE N K  like time, but the calls go round K files
+ *                            FILE.0 .. FILE.K-1 (at most 64; bench/batch.pl:
+ *                            the loop a batch of K distinct files replaces)
+ *   bare staged FILE SIZE N K  the same N writes of K files in a batch's
+ *                            order: K temps created and written, then K
+ *                            renames (no target replaced before every temp
+ *                            is written, file_set_contents_many's promise),
+ *                            repeated; prints the nanoseconds of the N writes
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -40,7 +45,7 @@ static void die(const char *what, const char *path)
 	exit(1);
 }
 
-static void one_call(void)
+static void write_temp(void)
 {
 	size_t off = 0;
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -57,8 +62,25 @@ static void one_call(void)
 	}
 	if (close(fd) < 0)
 		die("close", tmp);
+}
+
+static void publish(void)
+{
 	if (rename(tmp, file) < 0)
 		die("rename", file);
+}
+
+static void one_call(void)
+{
+	write_temp();
+	publish();
+}
+
+/* the k-th of the spread files becomes the current file */
+static void use_spread(int k)
+{
+	file = spread_file[k];
+	strcpy(tmp, spread_tmp[k]);
 }
 
 static long long now_ns(void)
@@ -86,8 +108,14 @@ int main(int argc, char **argv)
 	const char *mode;
 	long n;
 
-	if (argc != 5) {
-		fprintf(stderr, "usage: bare time|serve|trace|rss FILE SIZE N\n");
+	int k_files = argc > 5 ? atoi(argv[5]) : SPREAD;
+
+	if (argc != 5 && argc != 6) {
+		fprintf(stderr, "usage: bare time|serve|trace|rss FILE SIZE N | spread|staged FILE SIZE N K\n");
+		return 2;
+	}
+	if (k_files < 1 || k_files > SPREAD) {
+		fprintf(stderr, "bare: K from 1 to %d\n", SPREAD);
 		return 2;
 	}
 	mode = argv[1];
@@ -126,23 +154,32 @@ int main(int argc, char **argv)
 			one_call();
 		if (chdir("/bare-mark-end") == 0)
 			return 3;
-	} else if (strcmp(mode, "spread") == 0) {
+	} else if (strcmp(mode, "spread") == 0 || strcmp(mode, "staged") == 0) {
 		long long t0;
 		const char *name = file;
-		for (int k = 0; k < SPREAD; k++) {
+		int staged = mode[1] == 't';
+		for (int k = 0; k < k_files; k++) {
 			snprintf(spread_file[k], sizeof spread_file[k], "%s.%d", name, k);
 			snprintf(spread_tmp[k], sizeof spread_tmp[k], "%s.tmp.%d", spread_file[k], (int) getpid());
 		}
-		for (int k = 0; k < SPREAD; k++) {   /* untimed: the files exist */
-			file = spread_file[k];
-			strcpy(tmp, spread_tmp[k]);
+		for (int k = 0; k < k_files; k++) {   /* untimed: the files exist */
+			use_spread(k);
 			one_call();
 		}
 		t0 = now_ns();
-		for (long i = 0; i < n; i++) {
-			file = spread_file[i % SPREAD];
-			strcpy(tmp, spread_tmp[i % SPREAD]);
-			one_call();
+		for (long i = 0; i < n; i += k_files) {
+			int round = n - i < k_files ? (int) (n - i) : k_files;
+			for (int k = 0; k < round; k++) {
+				use_spread(k);
+				if (staged)
+					write_temp();
+				else
+					one_call();
+			}
+			for (int k = 0; staged && k < round; k++) {
+				use_spread(k);
+				publish();
+			}
 		}
 		printf("%lld\n", now_ns() - t0);
 	} else if (strcmp(mode, "rss") == 0) {

@@ -18,6 +18,10 @@
  *            it is written, then fdatasync each (dpkg's way: the first
  *            fdatasync waits, the others find their data on disk)
  *   parallel fdatasync of all temps from N threads at once
+ *   sfr+threads  sync_file_range as sfr+fdatasync, then the fdatasyncs
+ *            split among min(16, N/4) threads, each syncing its share in
+ *            turn (file_set_contents_many's way: the waits share commits
+ *            and flushes; fewer than 8 temps, one thread)
  *   syncfs   one syncfs() of the filesystem (flushes others' data too)
  */
 #define _GNU_SOURCE
@@ -30,9 +34,14 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { SINGLE, FDATASYNC, SFR, PARALLEL, SYNCFS, NSTRAT };
+enum { SINGLE, FDATASYNC, SFR, PARALLEL, SHARES, SYNCFS, NSTRAT };
 static const char *names[NSTRAT] = { "single", "fdatasync", "sfr+fdatasync",
-				     "parallel", "syncfs" };
+				     "parallel", "sfr+threads", "syncfs" };
+
+#define SHARES_MAX 16
+#define PER_SHARE 4
+
+struct share { int *fds; long from, to; };
 
 static const char *dir;
 static char *buf;
@@ -58,6 +67,35 @@ static void *sync_one(void *fdp)
 	return NULL;
 }
 
+static void *sync_share(void *p)
+{
+	struct share *sh = p;
+
+	for (long i = sh->from; i < sh->to; i++)
+		if (fdatasync(sh->fds[i]) < 0)
+			die("fdatasync");
+	return NULL;
+}
+
+/* fdatasync fds[0..n) from nshares threads (the calling one among them) */
+static void sync_shared(int *fds, long n)
+{
+	long nshares = n / PER_SHARE > SHARES_MAX ? SHARES_MAX : n / PER_SHARE;
+	struct share sh[SHARES_MAX];
+	pthread_t tid[SHARES_MAX];
+
+	if (nshares < 2)
+		nshares = 1;
+	for (long k = 0; k < nshares; k++) {
+		sh[k] = (struct share) { fds, n * k / nshares, n * (k + 1) / nshares };
+		if (k > 0 && pthread_create(&tid[k], NULL, sync_share, &sh[k]))
+			die("pthread_create");
+	}
+	sync_share(&sh[0]);
+	for (long k = 1; k < nshares; k++)
+		pthread_join(tid[k], NULL);
+}
+
 static int cmp_ll(const void *a, const void *b)
 {
 	long long x = *(const long long *) a, y = *(const long long *) b;
@@ -79,7 +117,7 @@ static long long round_of(int s, int dirfd, long n, int *fds)
 			die("openat");
 		if (write(fds[i], buf, size) != (ssize_t) size)
 			die("write");
-		if (s == SFR && sync_file_range(fds[i], 0, 0, SYNC_FILE_RANGE_WRITE) < 0)
+		if ((s == SFR || s == SHARES) && sync_file_range(fds[i], 0, 0, SYNC_FILE_RANGE_WRITE) < 0)
 			die("sync_file_range");
 		if (s == SINGLE) {
 			if (fdatasync(fds[i]) < 0 || close(fds[i]) < 0)
@@ -100,6 +138,8 @@ static long long round_of(int s, int dirfd, long n, int *fds)
 		for (long i = 0; i < n; i++)
 			pthread_join(tids[i], NULL);
 		free(tids);
+	} else if (s == SHARES) {
+		sync_shared(fds, n);
 	} else if (s == SYNCFS) {
 		if (syncfs(dirfd) < 0)
 			die("syncfs");

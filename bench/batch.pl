@@ -125,8 +125,8 @@ sub sample {
     return $t / $reps;
 }
 sub bare_per_call {
-    my ($dir, $size, $calls, $mode) = @_;
-    my ($rc, $o) = run($bin{bare}, $mode || 'time', "$dir/bare", $size, $calls);
+    my ($dir, $size, $calls, @mode) = @_;
+    my ($rc, $o) = run($bin{bare}, @mode ? $mode[0] : 'time', "$dir/bare", $size, $calls, @mode[1 .. $#mode]);
     return $rc || $o !~ /^(\d+)/ ? undef : $1 / 1e9 / $calls;
 }
 
@@ -137,18 +137,20 @@ for my $fsync (0, 1) {
     next unless $dir;
     my $opt = { fsync => $fsync };
     for my $size (@SIZES) {
-        my ($bare, $spread);
-        if ($bin{bare} && !$fsync) {
-            my $calls = int(($SAMPLE / 5e-6) || 1);
-            my (@one, @many);
-            for (1 .. $ROUNDS) {
-                push @one, bare_per_call($dir, $size, $calls) // 0;
-                push @many, bare_per_call($dir, $size, $calls, 'spread') // 0;
-            }
-            ($bare, $spread) = (median(@one), median(@many));
-        }
         for my $n (@NS) {
             progress(sprintf 'N=%d %s %s', $n, human($size), $fsync ? 'fsync (ext4)' : 'no fsync (tmpfs)');
+            # the floor in C: the same N files written as a loop (spread)
+            # and in the batch's order (staged: N temps, then N renames)
+            my ($loop_c, $staged_c);
+            if ($bin{bare} && !$fsync) {
+                my $calls = $n * (int($SAMPLE / 5e-6 / $n) || 1);
+                my (@s, @t);
+                for (1 .. $ROUNDS) {
+                    push @s, bare_per_call($dir, $size, $calls, 'spread', $n) // 0;
+                    push @t, bare_per_call($dir, $size, $calls, 'staged', $n) // 0;
+                }
+                ($loop_c, $staged_c) = (median(@s), median(@t));
+            }
             my $reps = 1;
             unless ($fsync) {    # calibrate on the batch
                 my $one = sample(\&batch_once, $dir, $n, $size, $opt, 3) * $n;
@@ -161,19 +163,22 @@ for my $fsync (0, 1) {
             }
             my ($tb, $tl) = (median(@b), median(@l));
             push @rows, [ $n, human($size), $fsync ? 'yes (ext4)' : 'no (tmpfs)', us($tl), us($tb),
-                          ratio($tb / $tl), $bare ? (us($bare), ratio($tb / $bare), us($spread),
-                                                     ratio($tb / $spread)) : ('', '', '', '') ];
+                          ratio($tb / $tl),
+                          $loop_c && $staged_c ? (us($loop_c), us($staged_c), ratio($staged_c / $loop_c),
+                                                  ratio($tb / $staged_c))
+                                               : ('', '', '', '') ];
         }
     }
 }
 say_md("## file_set_contents_many: time per file\n\n",
-       "Batch: one file_set_contents_many call for N files; loop: N file_set_contents calls; "
-       . "bare C: bench/bare.c's open/write/close/rename loop without fsync, over one file "
-       . "(the issue's floor) and round 64 files (a batch writes distinct files, which costs "
-       . "the kernel more: more inodes and dentries in play). Medians of interleaved samples; "
-       . "ratios below 1 mean the batch is faster.\n\n",
+       "Batch: one file_set_contents_many call for N files; loop: N file_set_contents calls. "
+       . "C floor (bench/bare.c, no fsync): the same N files with open/write/close/rename, as a loop "
+       . "and in a batch's order (all N temps written, then the N renames: no target replaced "
+       . "before every temp is written); their ratio is what that promise alone costs the kernel "
+       . "(more live inodes, pages and directory entries at once). Medians of interleaved "
+       . "samples; ratios below 1 mean the batch is faster.\n\n",
        table([ 'N', 'size', 'fsync', 'loop of single calls', 'batch', 'batch / loop',
-               'bare C 1 file', 'batch / bare', 'bare C 64 files', 'batch / bare 64' ], @rows));
+               'C loop', 'C, batch order', 'C batch order / C loop', 'batch / C batch order' ], @rows));
 say_md("\nfsync rows skipped: $fsync_why\n") if $fsync_why;
 
 # ---- 2. the barrier candidates ----
@@ -195,7 +200,7 @@ if ($bin{barrier} && $ext4) {
            "Per file: write N temps, make them durable one way, rename them, fsync the directory once. "
            . "single: each file on its own (fdatasync, rename, directory fsync), as N fsync'd "
            . "file_set_contents calls do. In brackets: how many times faster than single. "
-           . "file_set_contents_many uses sfr+fdatasync; syncfs also flushes other processes' data.\n\n",
+           . "file_set_contents_many uses sfr+threads; syncfs also flushes other processes' data.\n\n",
            table([ 'N', 'size', 'single', @names ], @brows)) if @brows;
 }
 
@@ -259,6 +264,10 @@ $t = clock_gettime(CLOCK_MONOTONIC) - $t;
 print "$t $before ", hwm(), "\n";
 PERL
 my @SCALE_N = grep { $_ } split /,/, ($ENV{BENCH_SCALE_N} // ($QUICK ? '1000,10000' : '1000,10000,100000'));
+# the children run under Debian's default soft limit on fds (the batch
+# takes half of it), whatever this shell's is
+my $SCALE_NOFILE = $ENV{BENCH_SCALE_NOFILE} // 1024;
+sub under_nofile { return ('sh', '-c', 'ulimit -n "$0" && exec "$@"', $SCALE_NOFILE, @_) }
 my (@srows, @frows);
 for my $fsync (@SCALE_N ? (0, 1) : ()) {
     my $root = $fsync ? $ext4 : $tmpfs;
@@ -275,7 +284,7 @@ for my $fsync (@SCALE_N ? (0, 1) : ()) {
                     system('rm', '-rf', $base);
                     mkdir $base or die "mkdir $base: $!";
                     progress("scale: $how of $n files in $ndirs directories, fsync $fsync");
-                    open my $ph, '-|', $^X, FFTest::inc_args(), '-e', $SCALE_CHILD, $base, $n, $ndirs, $fsync, $how
+                    open my $ph, '-|', under_nofile($^X, FFTest::inc_args(), '-e', $SCALE_CHILD, $base, $n, $ndirs, $fsync, $how)
                         or die "fork: $!";
                     my $o = do { local $/; <$ph> };
                     close $ph;
@@ -302,13 +311,17 @@ for my $fsync (@SCALE_N ? (0, 1) : ()) {
             progress("scale: strace of a batch of $n files in $ndirs directories, fsync $fsync");
             (my $code = $SCALE_CHILD) =~ s/^my \$before = hwm\(\);$/my \$before = hwm(); chdir "\/ffbatch-mark-start";/m;
             $code =~ s/^\$t = clock_gettime.*$/chdir "\/ffbatch-mark-end"; \$t = 0;/m;
-            system('strace', '-f', '-qq', '-o', $log, $^X, FFTest::inc_args(), '-e', $code, $base, $n, $ndirs,
-                   $fsync, 'batch') == 0 or die "traced scale child failed\n";
+            system(under_nofile('strace', '-f', '-qq', '-o', $log, $^X, FFTest::inc_args(), '-e', $code, $base, $n,
+                                $ndirs, $fsync, 'batch')) == 0 or die "traced scale child failed\n";
             my ($in, $calls, %open, $peak, %count) = (0, 0);
             $peak = 0;
             open my $fh, '<', $log or die "strace log: $!";
+            my %unfinished;    # a thread's call that another thread's line split in two
             while (<$fh>) {
-                s/^\d+\s+//;
+                my $pid = s/^(\d+)\s+// ? $1 : 0;
+                if (/^(.*) <unfinished \.\.\.>$/) { $unfinished{$pid} = $1; next }
+                $_ = ($unfinished{$pid} // '') . $1 if /^<\.\.\. \w+ resumed>(.*)$/s;
+                delete $unfinished{$pid};
                 if (/ffbatch-mark-start/) { $in = 1; next }
                 if (/ffbatch-mark-end/)   { $in = 0; next }
                 next unless $in && /^(\w+)\((.*)\)\s+=\s+(-?\d+)/;
@@ -328,14 +341,14 @@ for my $fsync (@SCALE_N ? (0, 1) : ()) {
     }
 }
 if (@srows) {
-    chomp(my $nofile = `sh -c 'ulimit -n'`);
     say_md("\n## Scale: N files of 1 KiB, one batch against a loop of single calls\n\n",
            "File i goes into directory i mod D. Time per file; RSS per file: the growth of the peak RSS "
            . "during the batch call, divided by N (the list of pairs itself is built before); peak RSS "
-           . "of the whole perl at the end. One run per cell (the median of 3 at 1000 files).\n\n",
+           . "of the whole perl at the end. One run per cell (the median of 3 at 1000 files), "
+           . "each under `ulimit -n $SCALE_NOFILE`.\n\n",
            table([ 'layout', 'N', 'D', 'fsync', 'loop of single calls', 'batch', 'batch / loop',
                    'batch RSS per file', 'peak RSS' ], @srows));
-    say_md("\n### Peak open fds and syscalls per file of one batch (strace, `ulimit -n` $nofile)\n\n",
+    say_md("\n### Peak open fds and syscalls per file of one batch (strace, `ulimit -n` $SCALE_NOFILE)\n\n",
            "Open fds: the batch's own, counted from openat and close.\n\n",
            table([ 'layout', 'N', 'D', 'fsync', 'syscalls per file', 'peak open fds', 'calls per file' ], @frows))
         if @frows;

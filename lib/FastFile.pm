@@ -410,10 +410,10 @@ of all directories with C<fsync>), at most
 one C<getpid> and, for more than 4 files, one C<prlimit64>. With C<fsync>,
 per file C<sync_file_range> and C<fdatasync>, per directory one C<openat>
 and C<fsync>. A directory that leaves the cache costs an C<fstat> and
-C<close>, and an C<openat> and C<fstat> each time it is needed again (half
-of the cache stays filled with the first directories, the other half turns
-over: with more directories than the cache holds, those beyond its first
-half are opened up to three times). The C<newfstatat> is what lets a directory
+C<close>, and an C<openat> and C<fstat> each time it is needed again (seven
+eighths of the cache stay filled with the first directories, the last eighth
+turns over: with more directories than the cache holds, the others are
+opened up to three times, once per step). The C<newfstatat> is what lets a directory
 target fail before anything is renamed; C<preserve> and C<if_changed> use
 its result. Memory: about 0.5 KiB per file besides the list itself
 (F<bench/batch.md>). Every name and data is taken into a private copy first
