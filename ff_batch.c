@@ -265,13 +265,19 @@ static int dir_fd(struct ff_batch *b, size_t k, const struct ff_eintr *intr)
      * the caller's order (rename): a plain FIFO smaller than the scan
      * misses on every directory. So most slots, once filled, stay (hits in
      * every scan); an eighth turns over, for the directories a phase
-     * comes back to soon (the caller's order may alternate a few). */
+     * comes back to soon (the caller's order may alternate a few). At
+     * least four (half of a smaller cache): one slot that turns over
+     * reopened two alternating directories for every file. */
     if (b->cache_fill < b->cache_cap) {
         slot = b->cache_fill++;
     } else {
-        size_t pinned = b->cache_cap - (b->cache_cap / 8 ? b->cache_cap / 8 : 1);
-        slot = pinned + b->cache_next;
-        b->cache_next = (b->cache_next + 1) % (b->cache_cap - pinned);
+        size_t turn = b->cache_cap / 8;
+        if (turn < 4)
+            turn = b->cache_cap / 2 < 4 ? b->cache_cap / 2 : 4;
+        if (turn < 1)
+            turn = 1;
+        slot = b->cache_cap - turn + b->cache_next;
+        b->cache_next = (b->cache_next + 1) % turn;
     }
     if (b->cache[slot] != FF_NONE)
         close_dir(b, slot);

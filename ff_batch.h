@@ -98,8 +98,8 @@ struct ff_batch {
     struct ff_batch_dir *dirs;
     size_t ndirs;
     size_t *cache;          /* dirs indices whose fd is open, or NONE: the
-                             * all but an eighth pinned once filled, that
-                             * eighth a FIFO */
+                             * all but an eighth (at least 4, or half)
+                             * pinned once filled, the rest a FIFO */
     size_t cache_cap, cache_fill, cache_next;
     size_t *window;         /* with fsync: files whose temps wait for the barrier */
     size_t window_cap, window_n;

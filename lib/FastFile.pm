@@ -411,9 +411,11 @@ one C<getpid> and, for more than 4 files, one C<prlimit64>. With C<fsync>,
 per file C<sync_file_range> and C<fdatasync>, per directory one C<openat>
 and C<fsync>. A directory that leaves the cache costs an C<fstat> and
 C<close>, and an C<openat> and C<fstat> each time it is needed again (seven
-eighths of the cache stay filled with the first directories, the last eighth
-turns over: with more directories than the cache holds, the others are
-opened up to three times, once per step). The C<newfstatat> is what lets a directory
+eighths of the cache stay filled with the first directories, the last eighth,
+at least four slots or half of a smaller cache, turns over: with more
+directories than the cache holds, the others are opened up to three times,
+once per step, unless the caller's order goes back and forth between more of
+them than turn over). The C<newfstatat> is what lets a directory
 target fail before anything is renamed; C<preserve> and C<if_changed> use
 its result. Memory: about 0.5 KiB per file besides the list itself
 (F<bench/batch.md>). Every name and data is taken into a private copy first
