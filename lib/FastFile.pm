@@ -386,8 +386,10 @@ reading. So a parent directory renamed while the call runs leaves no
 temporary file behind, as long as the batch's directories fit its share of
 descriptors (below); a directory that had to be closed and is needed again
 is reopened by its name and must still be the same directory (device and
-inode), or the batch fails (C<ESTALE>) and what it had in that directory,
-moved away meanwhile, can no longer be found. The directories made by
+inode), or the batch fails (C<ESTALE>, or C<ENOENT> when nothing has that
+name any more; in the renames, after the targets before it were replaced, as
+any failing rename) and what it had in that directory, moved away meanwhile,
+can no longer be found. The directories made by
 C<mkdir> are removed by their names.
 
 B<Descriptors.> The batch keeps a bounded number of file descriptors open,

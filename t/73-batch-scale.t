@@ -12,7 +12,7 @@ BEGIN { $ENV{LC_ALL} = 'C'; delete $ENV{LANGUAGE} }
 use POSIX qw(setlocale LC_ALL);
 BEGIN { setlocale(LC_ALL, 'C') }
 
-use Test::More tests => 108;
+use Test::More tests => 111;
 use Errno qw(ENOENT ENOTDIR EISDIR EIO EACCES ESTALE EINVAL);
 use lib 't/lib';
 use FFTest qw(tempdir slurp spew temps_in check_error errno_text run_perl in_child strace_why strace_call
@@ -286,6 +286,22 @@ SKIP: {
     is($r->{err}, "unable to open directory '$base/d5' again, it was moved or replaced during the call - "
                   . errno_text(ESTALE) . "\n", 'a directory replaced while out of the cache: named');
     is(join('', map { slurp("$base/d$_/f") // '' } grep { $_ != 5 } 1 .. 24), 'old' x 23, '... no target replaced');
+
+    # ... one only moved away (nothing has its name): ENOENT, named
+    $base = "$dir/moved";
+    mkdir $base;
+    mkdir "$base/d$_" for 1 .. 24;
+    spew("$base/d$_/f", 'old') for 1 .. 24;
+    $r = strace_call('local $SIG{ALRM} = sub { rename "$B/d5", "$B/gone" or die };'
+                     . ' FastFile::file_set_contents_many(\@l)',
+                     setup => 'my $B = $ARGV[0]; my @l = map { ("$B/d$_/f" => "new") } 1 .. 24;', args => [$base],
+                     inject => ['write:error=EINTR:signal=SIGALRM:when=1'], ulimit_n => 32);
+    is($r->{err}, "unable to open directory '$base/d5' - " . errno_text(ENOENT) . "\n",
+       'a directory moved away while out of the cache: named');
+    is(join('', map { slurp("$base/d$_/f") // '' } grep { $_ != 5 } 1 .. 24) . slurp("$base/gone/f"), 'old' x 24,
+       '... no target replaced');
+    is_deeply([ temps_in($base) ], [], '... no temp file left where the batch could still reach it')
+        or diag explain [ temps_in($base) ];
 }
 
 # --- 7. what an adversary found (each failed before its fix) ---
