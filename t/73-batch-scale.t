@@ -76,14 +76,21 @@ SKIP: {
 # the fds open at once, counted from strace's openat/close: a batch of 40
 # files in 40 directories with fsync holds at most 16 under ulimit -n 32
 # (half of it), whatever the count of files and directories
+# a batch traced under `ulimit -n $ulimit` in $dir/$name, which holds
+# directories d1 .. d$ndirs; $setup makes @l from $ARGV[0], that base
+sub traced_in_dirs {
+    my ($name, $ndirs, $ulimit, $call, $setup) = @_;
+    my $base = "$dir/$name";
+    mkdir $base;
+    mkdir "$base/d$_" for 1 .. $ndirs;
+    return strace_call($call, setup => $setup, args => [$base], ulimit_n => $ulimit);
+}
+sub dir_opens { my ($r) = @_; return scalar grep { $_->{name} =~ /^open(?:at)?\z/ && $_->{args} =~ /O_DIRECTORY/ } @{ $r->{calls} } }
+
 SKIP: {
     skip $strace_why, 2 if $strace_why;
-    my $base = "$dir/peak";
-    mkdir $base;
-    mkdir "$base/d$_" for 1 .. 40;
-    my $r = strace_call('FastFile::file_set_contents_many(\@l, { fsync => 1 })',
-                        setup => 'my @l = map { ("$ARGV[0]/d$_/f" => "x") } 1 .. 40;', args => [$base],
-                        ulimit_n => 32);
+    my $r = traced_in_dirs('peak', 40, 32, 'FastFile::file_set_contents_many(\@l, { fsync => 1 })',
+                           'my @l = map { ("$ARGV[0]/d$_/f" => "x") } 1 .. 40;');
     ok($r->{ok}, 'traced: 40 files in 40 directories with fsync') or diag $r->{err};
     my (%open, $peak);
     for my $c (@{ $r->{calls} }) {
@@ -100,30 +107,20 @@ SKIP: {
 # writes and the renames reopen only the 48 that were not kept
 SKIP: {
     skip $strace_why, 4 if $strace_why;
-    my $base = "$dir/reopen";
-    mkdir $base;
-    mkdir "$base/d$_" for 1 .. 60;
-    my $r = strace_call('FastFile::file_set_contents_many(\@l)',
-                        setup => 'my @l = map { ("$ARGV[0]/d$_/f" => "x") } 1 .. 60;', args => [$base],
-                        ulimit_n => 32);
+    my $r = traced_in_dirs('reopen', 60, 32, 'FastFile::file_set_contents_many(\@l)',
+                           'my @l = map { ("$ARGV[0]/d$_/f" => "x") } 1 .. 60;');
     ok($r->{ok}, 'traced: 60 files in 60 directories') or diag $r->{err};
-    my $dir_opens = grep { $_->{name} =~ /^open(?:at)?\z/ && $_->{args} =~ /O_DIRECTORY/ } @{ $r->{calls} };
-    is($dir_opens, 60 + 2 * 48, '... each directory opened once, and again per step only if it left the cache');
+    is(dir_opens($r), 60 + 2 * 48, '... each directory opened once, and again per step only if it left the cache');
 
     # the caller's order going back and forth between two directories that
     # are not kept (ulimit -n 16: a cache of 8, 9 directories): each is still
     # opened at most once per step (a single slot turning over reopened both
     # for every file: 52 opens)
-    $base = "$dir/alternate";
-    mkdir $base;
-    mkdir "$base/d$_" for 1 .. 9;
-    $r = strace_call('FastFile::file_set_contents_many(\@l)',
-                     setup => 'my @l = ((map { ("$ARGV[0]/d$_/a" => "x") } 1 .. 9),'
-                              . ' map { ("$ARGV[0]/d" . (8 + $_ % 2) . "/f$_" => "y") } 1 .. 40);',
-                     args => [$base], ulimit_n => 16);
+    $r = traced_in_dirs('alternate', 9, 16, 'FastFile::file_set_contents_many(\@l)',
+                        'my @l = ((map { ("$ARGV[0]/d$_/a" => "x") } 1 .. 9),'
+                        . ' map { ("$ARGV[0]/d" . (8 + $_ % 2) . "/f$_" => "y") } 1 .. 40);');
     ok($r->{ok}, 'traced: 49 files in 9 directories, the last 40 alternating between two') or diag $r->{err};
-    $dir_opens = grep { $_->{name} =~ /^open(?:at)?\z/ && $_->{args} =~ /O_DIRECTORY/ } @{ $r->{calls} };
-    cmp_ok($dir_opens, '<=', 3 * 9, '... each directory opened at most three times, once per step');
+    cmp_ok(dir_opens($r), '<=', 3 * 9, '... each directory opened at most three times, once per step');
 }
 
 # --- 2. a write-only directory (0300): O_PATH needs no read permission ---
