@@ -55,14 +55,14 @@ void ffxs_warn_soft(pTHX_ U32 cat, bool dflt, const char *fmt, ...)
 static void S_stringify_number(pTHX_ SV *sv)
 {
     COP *cop = PL_curcop, plain;
-    U32 hints = PL_hints;
+    U32 saved_hints = PL_hints;
 
     Zero(&plain, 1, COP);
     PL_curcop = &plain;
     PL_hints = 0;
     (void)SvPV_nomg_nolen(sv);
     PL_curcop = cop;
-    PL_hints = hints;
+    PL_hints = saved_hints;
     /* perl leaves a number's string form uncached where the locale could
      * change it: this one is final, or the next SvPV would format it again
      * in the caller's locale */
