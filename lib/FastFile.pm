@@ -431,11 +431,12 @@ one directory costs about what that loop costs (0.97 to 1.11 of its time in
 the same run): it saves the Perl work of each call, but all its temporary
 files exist before the first rename, which the kernel pays for (the same
 syscalls from C cost up to a fifth more in that order than file by file,
-F<bench/bare.c>'s staged mode). With a file or two per directory it is slower than the loop (1.4 to
-1.9 times its time for 1,000 to 100,000 files in up to 10,000 directories,
-C<ulimit -n 1024>): each directory is opened and closed, and opened again in
-each step when the cache cannot hold it. There a batch is for what it
-promises, not for speed.
+F<bench/bare.c>'s staged mode). Spread over many directories it is slower than the loop (1.4 to 1.9
+times its time for 1,000 to 100,000 files, one to ten in each of up to
+10,000 directories, under C<ulimit -n 1024>): each directory is opened and
+closed, and one the cache cannot hold is opened again in each step, and
+in the renames for each of its files when the caller's order goes round
+all the directories. There a batch is for what it promises, not for speed.
 
 =head1 DIAGNOSTICS
 
