@@ -442,6 +442,7 @@ _build_info()
     (void)hv_stores(info, "fdatasync", newSViv(!!(features & FF_FEATURE_FDATASYNC)));
     (void)hv_stores(info, "O_PATH", newSViv(!!(features & FF_FEATURE_O_PATH)));
     (void)hv_stores(info, "acl", newSViv(!!(features & FF_FEATURE_ACL)));
+    (void)hv_stores(info, "statx", newSViv(!!(features & FF_FEATURE_STATX)));
     mXPUSHs(newRV_noinc((SV *)info));
 
 INCLUDE: Writer.xsh

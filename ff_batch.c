@@ -16,7 +16,7 @@
  * found with a hash: nothing compares every pair.
  */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE     /* sync_file_range, O_PATH (ff_compat.h) */
+#define _GNU_SOURCE     /* sync_file_range, O_PATH, statx (ff_compat.h) */
 #endif
 #include "ff_batch.h"
 #include "ff_syscall.h"
@@ -385,29 +385,43 @@ static int mark_need_id(struct ff_batch *b)
 }
 
 /* The old target: not a directory, absent under noclobber, its stat kept
- * for preserve and if_changed. */
+ * for preserve and if_changed. Without those two only its type is needed,
+ * which ff_lstat_type takes from the kernel's cache: on FUSE (pmxcfs) an
+ * existing target then costs no request, as in a single call. */
 static int look_at_target(struct ff_batch *b, size_t i)
 {
-    struct ff_atomic *a = &b->files[i].a;
+    struct ff_batch_file *f = &b->files[i];
+    struct ff_atomic *a = &f->a;
+    int dirfd = b->dirs[f->dir].fd, need_stat = b->opt.preserve || b->opt.if_changed;
     struct stat st;
+    mode_t type = 0;
     int err;
 
     a->step = FF_STEP_STAT;
-    FF_SYSCALL(err, b->intr, fstatat(b->dirs[b->files[i].dir].fd, LEAF(&b->files[i]), &st,
-                                     AT_SYMLINK_NOFOLLOW));
+    if (need_stat)
+        FF_SYSCALL(err, b->intr, fstatat(dirfd, LEAF(f), &st, AT_SYMLINK_NOFOLLOW));
+    else
+        FF_SYSCALL(err, b->intr, ff_lstat_type(dirfd, LEAF(f), &type));
     if (err == ENOENT) {
         a->step = FF_STEP_NONE;
         return 0;
     }
     if (err)
         return err;
-    if (S_ISDIR(st.st_mode)) {
+    if (need_stat)
+        type = st.st_mode & S_IFMT;
+    if (S_ISDIR(type)) {
         a->step = FF_STEP_NONE;     /* "unable to replace 'X' - Is a directory" */
         return EISDIR;
     }
     if (b->opt.noclobber) {
         a->step = FF_STEP_RENAME;   /* as a single call words it */
         return EEXIST;
+    }
+    f->existed = 1;
+    if (!need_stat) {
+        a->step = FF_STEP_NONE;
+        return 0;
     }
     a->old = st;
     a->have_old = S_ISREG(st.st_mode);
@@ -540,8 +554,8 @@ static int look_again(struct ff_batch *b)
 
     for (j = 0; j < b->n; j++) {
         i = b->order[j];
-        if (b->files[i].a.have_old)
-            continue;           /* a file: no mkdir made it a directory */
+        if (b->files[i].existed)
+            continue;           /* it was there: no mkdir made it a directory */
         b->failed = i;
         if ((err = dir_fd(b, b->files[i].dir, b->intr))) {
             b->failed = FF_NONE;

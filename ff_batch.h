@@ -47,6 +47,7 @@ struct ff_batch_file {
                              * and a.temp alike (temp = target + suffix) */
     size_t dir_len;         /* the directory part: a.target[0..dir_len), 0 for "." */
     int unchanged;          /* if_changed: the target already holds buf */
+    int existed;            /* the look found the target (not a directory) */
 };
 
 /* What failed on a directory (b->failed_dir): the glue words it. */

@@ -33,6 +33,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -136,6 +137,41 @@ static inline ssize_t ff_getrandom(void *buf, size_t len)
 #define FF_O_PATH O_RDONLY
 #endif
 
+/* The lstat file type (S_IFMT bits) of name in dirfd. Linux: statx with
+ * AT_STATX_DONT_SYNC, which answers from the kernel's cache where it has
+ * the entry: a FUSE or NFS server is asked nothing (fstatat sends a
+ * GETATTR, the attributes being stale after every write). A file's type
+ * never changes, so a cached one is right. Before Linux 4.11 (ENOSYS, or
+ * EINVAL from glibc's emulation, which refuses AT_STATX_DONT_SYNC), under
+ * a seccomp filter that refuses statx (EPERM), and elsewhere: fstatat.
+ * Returns 0, or -1 with errno. */
+#if FF_LINUX && FF_GLIBC_AT_LEAST(2, 28) && defined(STATX_TYPE) && defined(AT_STATX_DONT_SYNC) \
+    && !defined(FF_NO_STATX)
+#define FF_HAVE_STATX 1
+#else
+#define FF_HAVE_STATX 0
+#endif
+static inline int ff_lstat_type(int dirfd, const char *name, mode_t *type)
+{
+    struct stat st;
+#if FF_HAVE_STATX
+    struct statx stx;
+
+    if (statx(dirfd, name, AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) == 0) {
+        if (stx.stx_mask & STATX_TYPE) {
+            *type = stx.stx_mode & S_IFMT;
+            return 0;
+        }                       /* no type told: fstatat's */
+    } else if (errno != ENOSYS && errno != EPERM && errno != EINVAL) {
+        return -1;              /* EINVAL: glibc's own fallback refuses the flag */
+    }
+#endif
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return -1;
+    *type = st.st_mode & S_IFMT;
+    return 0;
+}
+
 /* preserve's POSIX access ACL, which Linux keeps in an xattr. Fallback:
  * none read (ENOTSUP), so none is set or removed: the mode alone is kept. */
 #if FF_LINUX
@@ -168,6 +204,7 @@ static inline ssize_t ff_acl_read(const char *path, void *buf, size_t size)
      | (FF_HAVE_GETRANDOM ? FF_FEATURE_GETRANDOM : 0)               \
      | (FF_HAVE_FDATASYNC ? FF_FEATURE_FDATASYNC : 0)               \
      | (FF_HAVE_O_PATH ? FF_FEATURE_O_PATH : 0)                     \
-     | (FF_HAVE_ACL ? FF_FEATURE_ACL : 0))
+     | (FF_HAVE_ACL ? FF_FEATURE_ACL : 0)                           \
+     | (FF_HAVE_STATX ? FF_FEATURE_STATX : 0))
 
 #endif

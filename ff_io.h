@@ -255,6 +255,7 @@ unsigned long long ff_random_bits(void);
 #define FF_FEATURE_FDATASYNC       (1u << 4)
 #define FF_FEATURE_O_PATH          (1u << 5)
 #define FF_FEATURE_ACL             (1u << 6)
+#define FF_FEATURE_STATX           (1u << 7)
 unsigned ff_features(void);
 
 #if defined(__GNUC__) && __GNUC__ >= 4

@@ -403,7 +403,7 @@ a directory or runs a window's barrier early and goes on. It works under
 C<ulimit -n 32>. Directories are grouped by name with one sort and told
 apart by device and inode with another; duplicates are found with a hash.
 
-B<Cost.> Per file without C<fsync>: C<newfstatat>, C<openat>, C<write>,
+B<Cost.> Per file without C<fsync>: C<statx>, C<openat>, C<write>,
 C<close>, C<renameat>, relative to the descriptor of its directory (so the
 kernel does not walk the path again for each), plus per batch C<openat> and
 C<close> of each directory (and C<fstat> of the directories that hold a file
@@ -417,9 +417,14 @@ eighths of the cache stay filled with the first directories, the last eighth,
 at least four slots or half of a smaller cache, turns over: with more
 directories than the cache holds, the others are opened up to three times,
 once per step, unless the caller's order goes back and forth between more of
-them than turn over). The C<newfstatat> is what lets a directory
-target fail before anything is renamed; C<preserve> and C<if_changed> use
-its result. Memory: about 0.5 KiB per file besides the list itself
+them than turn over). The C<statx> is what lets a directory target fail
+before anything is renamed. It asks only for the type, from the kernel's
+cache (C<AT_STATX_DONT_SYNC>), so on FUSE (pmxcfs) a target looked up in the
+last second costs no request (the rename's lookup of its target is sent
+anyway, so one not looked up costs a C<LOOKUP>). C<preserve> and
+C<if_changed> need the whole stat: C<newfstatat> instead, as where the
+kernel or the build has no C<statx> (before Linux 4.11, or C<EPERM> from a
+seccomp filter, or the portable build). Memory: about 0.5 KiB per file besides the list itself
 (F<bench/batch.md>). Every name and data is taken into a private copy first
 (see L</CAVEATS>): what user code does later to the array or its scalars
 changes nothing.
@@ -737,7 +742,7 @@ C<fsync> does not flush the drive's own cache (C<F_FULLFSYNC> would).
 
 C<FastFile::_build_info()> returns what the build uses, for tests: a hash
 reference with C<portable>, C<renameat2>, C<sync_file_range>, C<getrandom>,
-C<fdatasync>, C<O_PATH> and C<acl>, each 1 or 0.
+C<fdatasync>, C<O_PATH>, C<acl> and C<statx>, each 1 or 0.
 
 =head1 CAVEATS
 

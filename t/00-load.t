@@ -60,13 +60,13 @@ is(prototype('FastFile::file_set_contents'), undef, 'file_set_contents has no pr
 {
     my $info = FastFile::_build_info();
     diag('build: ' . join ' ', map { "$_=$info->{$_}" } sort keys %$info);
-    is_deeply([sort keys %$info], [sort qw(portable renameat2 sync_file_range getrandom fdatasync O_PATH acl)],
+    is_deeply([sort keys %$info], [sort qw(portable renameat2 sync_file_range getrandom fdatasync O_PATH acl statx)],
               '_build_info: what it tells');
-    my @linux = grep { $info->{$_} } qw(renameat2 sync_file_range getrandom O_PATH acl);
+    my @linux = grep { $info->{$_} } qw(renameat2 sync_file_range getrandom O_PATH acl statx);
     if ($info->{portable}) {
         is("@linux", '', 'the portable build: no Linux-only call');
     } elsif ($^O eq 'linux' && sprintf('%03d%03d', split /\./, $Config{gnulibc_version} || '0.0') ge '002028') {
-        is("@linux", 'renameat2 sync_file_range getrandom O_PATH acl', 'a Linux build on glibc 2.28+: every Linux call');
+        is("@linux", 'renameat2 sync_file_range getrandom O_PATH acl statx', 'a Linux build on glibc 2.28+: every Linux call');
     }
     # the build that was configured here, if it was (make test, prove -b)
     if (open my $fh, '<', 'Makefile') {

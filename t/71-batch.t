@@ -175,9 +175,10 @@ SKIP: {
     ok($r->{traced} && $r->{ok}, 'traced batch succeeded') or diag $r->{err}, $r->{stderr};
     my @calls = grep { $_->{name} ne 'getpid' } io_calls($r);
     my $seq = join ' ', map { $_->{name} } @calls;
-    is($seq, 'openat ' . join(' ', ('newfstatat') x 3) . ' ' . join(' ', ('openat write close') x 3)
+    my $look = FastFile::_build_info()->{statx} ? 'statx' : 'newfstatat';
+    is($seq, 'openat ' . join(' ', ($look) x 3) . ' ' . join(' ', ('openat write close') x 3)
              . ' ' . join(' ', ('renameat') x 3) . ' close',
-       'without fsync: directory fd, 3 x fstatat, 3 x (openat write close), 3 x renameat: 5 syscalls a file')
+       "without fsync: directory fd, 3 x $look, 3 x (openat write close), 3 x renameat: 5 syscalls a file")
         or diag join '', map { "  $_->{line}\n" } @{ $r->{calls} };
     my @ren = map { /"([^"]+)"\)?\s*$/ ? $1 : '?' } map { $_->{args} } grep { $_->{name} eq 'renameat' } @calls;
     is("@ren", 'sys1 sys2 sys3', 'renames in the caller\'s order, relative to the directory fd');
@@ -197,6 +198,63 @@ SKIP: {
        'then the renames, then one fsync per directory (2 directories, each through a readable fd of it)')
         or diag join '', map { "  $_->{line}\n" } @calls;
     is(slurp("$dir/sub/x"), "data of $dir/sub/x", 'written');
+}
+
+# --- the look at a target without preserve and if_changed: its type only,
+# from the kernel's cache (statx, AT_STATX_DONT_SYNC: no GETATTR to a FUSE
+# server); no statx in the kernel (ENOSYS) or a seccomp filter refusing it
+# (EPERM): fstatat; any other error fails the batch before anything is made
+SKIP: {
+    my $why = strace_why() || (FastFile::_build_info()->{statx} ? '' : 'built without statx');
+    skip $why, 10 if $why;
+    my @t = map { "$dir/look$_" } 1 .. 2;
+    my $setup = 'my @l = map { ($_ => "new") } @ARGV;';
+    my $stat_calls = sub { join ' ', map { $_->{name} } grep { $_->{name} =~ /stat/ } io_calls($_[0]) };
+    spew($_, 'old') for @t;
+    my $r = strace_call('FastFile::file_set_contents_many(\@l)', setup => $setup, args => \@t);
+    is($stat_calls->($r), 'statx statx', 'the look: one statx a target');
+    my ($statx) = grep { $_->{name} eq 'statx' } io_calls($r);
+    like($statx->{args}, qr/AT_STATX_DONT_SYNC/, '... answered from the cache (AT_STATX_DONT_SYNC)');
+    like($statx->{args}, qr/STATX_TYPE\b/, '... for the type');
+    for my $e (qw(ENOSYS EPERM)) {
+        spew($_, 'old') for @t;
+        $r = strace_call('FastFile::file_set_contents_many(\@l)', setup => $setup, args => \@t,
+                         inject => ["statx:error=$e"]);
+        ok($r->{ok}, "statx fails with $e: the batch writes") or diag $r->{err};
+        is($stat_calls->($r), 'statx newfstatat statx newfstatat', '... looking with fstatat instead');
+    }
+    is(join('', map { slurp($_) } @t), 'newnew', '... the bytes');
+    spew($_, 'old') for @t;
+    $r = strace_call('FastFile::file_set_contents_many(\@l)', setup => $setup, args => \@t,
+                     inject => ['statx:error=EIO:when=2']);
+    is($r->{err}, "unable to stat '$t[1]' - " . errno_text(EIO) . "\n", 'statx fails (EIO): names the target');
+    is(join('', map { slurp($_) } @t), 'oldold', '... nothing replaced');
+    is_deeply([ grep { m{/look} } temps_in($dir) ], [], '... no temp made');
+}
+
+# --- on FUSE with pmxcfs' caching: a batch of existing targets written a
+# moment ago asks the server no more than the loop of single calls
+# (fstatat's GETATTR, one a file, made it ask more: a write leaves the
+# attributes stale). A target not looked up for a second costs a LOOKUP
+# either way: the rename's own lookup of its target is always sent. ---
+SKIP: {
+    my $why = FastFS::available();
+    skip "fastfs: $why", 2 if $why;
+    my $fs = FastFS->mount(cache => 1);
+    my $m = $fs->dir;
+    my @batch = map { ("$m/c$_" => "data $_") } 1 .. 16;
+    file_set_contents_many([@batch]);
+    my %asked;
+    for my $how ('loop', 'batch') {
+        for my $counted (0, 1) {            # once to warm up, once counted
+            $fs->control('reset');
+            if ($how eq 'batch') { file_set_contents_many([@batch]) }
+            else { file_set_contents($batch[$_], $batch[$_ + 1]) for grep { $_ % 2 == 0 } 0 .. $#batch }
+            $asked{$how} = $fs->counters->{requests};
+        }
+    }
+    cmp_ok($asked{batch}, '<=', $asked{loop}, "fastfs (cached): the batch's requests ($asked{batch}) not above the loop's ($asked{loop})");
+    is(join('', map { slurp($_) } grep { m{/c\d+\z} } @batch), join('', map { "data $_" } 1 .. 16), '... the bytes');
 }
 
 # --- faults: fastfs fails one step of one file ---

@@ -102,12 +102,13 @@ static struct fuse_conn_info_opts *conn_opts;  /* -o max_write=N etc. */
 
 /* libfuse 3 dropped these as -o options (they are fuse_config fields set
  * in init()), so we parse them ourselves. */
-static struct { int direct_io, intr; } opts;
+static struct { int direct_io, intr, cache; } opts;
 static unsigned long max_write_opt;
 enum { KEY_MAX_WRITE };
 static const struct fuse_opt opt_spec[] = {
 	{ "direct_io", offsetof(typeof(opts), direct_io), 1 },
 	{ "intr", offsetof(typeof(opts), intr), 1 },
+	{ "cache", offsetof(typeof(opts), cache), 1 },
 	FUSE_OPT_KEY("max_write=", KEY_MAX_WRITE),
 	FUSE_OPT_END
 };
@@ -732,6 +733,9 @@ static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	 * not remember entries the tree no longer has */
 	cfg->entry_timeout = 0;
 	cfg->negative_timeout = 0;
+	/* -o cache: libfuse's default timeouts, pmxcfs' (it sets none) */
+	if (opts.cache)
+		cfg->attr_timeout = cfg->entry_timeout = 1.0;
 	cfg->nullpath_ok = 0;   /* we want paths (for rules) whenever known */
 	cfg->direct_io = opts.direct_io;
 	cfg->intr = opts.intr;  /* see main() for the signal handler */

@@ -118,7 +118,9 @@ sub available {
     return $AVAILABLE = $why;
 }
 
-# FastFS->mount(max_write => N, direct_io => 1, threads => 1, debug => 1)
+# FastFS->mount(max_write => N, direct_io => 1, threads => 1, debug => 1, cache => 1)
+# cache => 1: names and attributes cached for a second, as on pmxcfs (the
+# default is none, so a crash leaves the kernel nothing stale)
 # threads => 1 runs the multi-threaded loop with -o intr, so an INTERRUPT
 # cuts a "delay" short (write returns EINTR); default is single-threaded.
 sub mount {
@@ -136,6 +138,7 @@ sub mount {
     push @o, 'auto_unmount' if $> != 0;
     push @o, 'direct_io' if $opt{direct_io};
     push @o, 'intr'      if $opt{threads};
+    push @o, 'cache'     if $opt{cache};
     my @cmd = ($BIN, '-f', ($opt{threads} ? () : '-s'),
                ($opt{debug} ? '-d' : ()), '-o', join(',', @o), $dir);
 
