@@ -3,8 +3,9 @@
 # per file of file_set_contents_many against a loop of file_set_contents,
 # for N = 1, 16, 64 files of 1 KiB and 64 KiB, with and without fsync; the
 # bare C loop (bench/bare.c: open, write, close, rename) as the floor; the
-# fsync barrier candidates (bench/barrier.c); the syscalls a batch makes
-# per file (strace); and the scale runs: up to 100,000 files in one
+# fsync barrier candidates (bench/barrier.c); batch and loop on FUSE
+# (t/fusefs, built here if it can be, with pmxcfs' caching); the syscalls
+# a batch makes per file (strace); and the scale runs: up to 100,000 files in one
 # directory and in 10,000 directories, with peak RSS, peak open fds and
 # syscalls per file. Prints markdown to stdout and writes it to
 # bench/batch.md; progress goes to stderr.
@@ -25,6 +26,7 @@ use Time::HiRes qw(clock_gettime CLOCK_MONOTONIC);
 
 use lib "$FindBin::Bin/../t/lib";
 use FFTest ();    # without import: no test-only warning hook here
+use FastFS;
 use FastFile qw(file_set_contents file_set_contents_many);
 
 $| = 1;
@@ -240,6 +242,52 @@ if (`strace -V 2>/dev/null` =~ /strace/) {
            "\nA single file_set_contents makes openat, write, close, rename (+ getpid at most).\n");
 } else {
     push @notes, 'strace not found: no syscall counts';
+}
+
+# ---- 3b. on FUSE: fastfs with pmxcfs' caching (-o cache: libfuse's 1 s
+# timeouts, which pmxcfs keeps), no fsync: time per file and requests per
+# file of a batch and of the loop, for targets written a moment ago and
+# for new ones (the requests of the second of two runs in a row) ----
+if (my $why = FastFS::available()) {
+    push @notes, "no FUSE rows: fastfs $why.";
+} else {
+    my $fs = FastFS->mount(cache => 1);
+    my $m = $fs->dir;
+    my $n = 64;
+    my @l = map { ("$m/u$_" => $data{1024}) } 1 .. $n;
+    my $run = sub {
+        my ($how, $fresh) = @_;
+        if ($fresh) { unlink "$m/u$_" for 1 .. $n }
+        my $t = now();
+        if ($how eq 'batch') { file_set_contents_many(\@l) }
+        else { for (my $i = 0; $i < @l; $i += 2) { file_set_contents($l[$i], $l[$i + 1]) } }
+        return (now() - $t) / $n;
+    };
+    my @frows;
+    for my $fresh (0, 1) {
+        progress("FUSE: $n files, ", $fresh ? 'new targets' : 'existing targets');
+        my (%t, %asked);
+        for my $how ('batch', 'loop') {    # requests: the second of two runs
+            $run->($how, $fresh);
+            $fs->control('reset');
+            $run->($how, $fresh);
+            $asked{$how} = $fs->counters->{requests} / $n;
+        }
+        for my $r (1 .. $ROUNDS * 2) {      # interleaved, alternating who goes first
+            push @{ $t{$_} }, $run->($_, $fresh) for $r % 2 ? ('batch', 'loop') : ('loop', 'batch');
+        }
+        my ($tb, $tl) = (median(@{ $t{batch} }), median(@{ $t{loop} }));
+        push @frows, [ $fresh ? 'new' : 'written a moment ago', us($tl), us($tb), ratio($tb / $tl),
+                       sprintf('%.2f', $asked{loop}), sprintf('%.2f', $asked{batch}) ];
+    }
+    $fs->unmount;
+    say_md("\n## On FUSE: $n files of 1 KiB without fsync (fastfs -o cache)\n\n",
+           "fastfs (t/fusefs) with names and attributes cached for 1 s, as on pmxcfs; time per file, "
+           . "medians of interleaved runs; requests: what fastfs answered per file. A target not looked "
+           . "up for a second costs the batch one LOOKUP more than the loop: the kernel sends a lookup "
+           . "for a rename's target anyway, and the batch's look at it comes first.\n\n",
+           table([ 'targets', 'loop of single calls', 'batch', 'batch / loop', 'loop requests per file',
+                   'batch requests per file' ], @frows));
 }
 
 # ---- 4. scale: up to 100,000 files, one directory and 10,000 ----
