@@ -141,12 +141,15 @@ static inline ssize_t ff_getrandom(void *buf, size_t len)
  * AT_STATX_DONT_SYNC, which answers from the kernel's cache where it has
  * the entry: a FUSE or NFS server is asked nothing (fstatat sends a
  * GETATTR, the attributes being stale after every write). A file's type
- * never changes, so a cached one is right. Before Linux 4.11 (ENOSYS, or
- * EINVAL from glibc's emulation, which refuses AT_STATX_DONT_SYNC), under
- * a seccomp filter that refuses statx (EPERM), and elsewhere: fstatat.
+ * never changes, so a cached one is right. AT_NO_AUTOMOUNT, which fstatat
+ * always has: an automount point (autofs) is a directory, not mounted
+ * (without it statx waits for the automount daemon, an NFS server). Before
+ * Linux 4.11 (ENOSYS, or EINVAL from glibc's emulation, which refuses
+ * AT_STATX_DONT_SYNC), under a seccomp filter that refuses statx (EPERM),
+ * and elsewhere: fstatat.
  * Returns 0, or -1 with errno. */
 #if FF_LINUX && FF_GLIBC_AT_LEAST(2, 28) && defined(STATX_TYPE) && defined(AT_STATX_DONT_SYNC) \
-    && !defined(FF_NO_STATX)
+    && defined(AT_NO_AUTOMOUNT) && !defined(FF_NO_STATX)
 #define FF_HAVE_STATX 1
 #else
 #define FF_HAVE_STATX 0
@@ -157,7 +160,8 @@ static inline int ff_lstat_type(int dirfd, const char *name, mode_t *type)
 #if FF_HAVE_STATX
     struct statx stx;
 
-    if (statx(dirfd, name, AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) == 0) {
+    if (statx(dirfd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC, STATX_TYPE,
+              &stx) == 0) {
         if (stx.stx_mask & STATX_TYPE) {
             *type = stx.stx_mode & S_IFMT;
             return 0;
