@@ -421,7 +421,10 @@ them than turn over). The C<statx> is what lets a directory target fail
 before anything is renamed. It asks only for the type, from the kernel's
 cache (C<AT_STATX_DONT_SYNC>), so on FUSE (pmxcfs) a target looked up in the
 last second costs no request (the rename's lookup of its target is sent
-anyway, so one not looked up costs a C<LOOKUP>). C<preserve> and
+anyway, so one not looked up costs a C<LOOKUP>). There the type can be as
+old as that cache: a target another host turned into a directory within
+that second fails at its rename, after the targets before it were replaced,
+as one made a directory after the look does anywhere. C<preserve> and
 C<if_changed> need the whole stat: C<newfstatat> instead, as where the
 kernel or the build has no C<statx> (before Linux 4.11, or C<EPERM> from a
 seccomp filter, or the portable build). Memory: about 0.5 KiB per file besides the list itself
