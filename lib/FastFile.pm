@@ -433,18 +433,22 @@ seccomp filter, or the portable build). Memory: about 0.5 KiB per file besides t
 changes nothing.
 
 B<Speed.> With C<fsync>, 64 files of 1 KiB take 0.08 of the time per file
-that 64 C<file_set_contents> calls with C<fsync> take (one run of
-F<bench/batch.md>, ext4). Without C<fsync>, a batch of 16 or more files in
-one directory costs about what that loop costs (0.97 to 1.11 of its time in
-the same run): it saves the Perl work of each call, but all its temporary
-files exist before the first rename, which the kernel pays for (the same
-syscalls from C cost up to a fifth more in that order than file by file,
-F<bench/bare.c>'s staged mode). Spread over many directories it is slower than the loop (1.4 to 1.9
-times its time for 1,000 to 100,000 files, one to ten in each of up to
-10,000 directories, under C<ulimit -n 1024>): each directory is opened and
-closed, and one the cache cannot hold is opened again in each step, and
-in the renames for each of its files when the caller's order goes round
-all the directories. There a batch is for what it promises, not for speed.
+that 64 C<file_set_contents> calls with C<fsync> take (F<bench/batch.md>,
+ext4). Without C<fsync>, a batch in one directory costs about what that loop
+costs: 0.93 to 1.00 of its time for 64 files of 1 KiB, 0.74 to 1.25 for
+1,000 to 100,000 files (five runs on one VM, whose noise is most of that
+spread). It saves the Perl work of each call, but all its temporary files
+exist before the first rename, which the kernel pays for (the same syscalls
+from C cost up to a fifth more in that order than file by file,
+F<bench/bare.c>'s staged mode). Spread over many directories it is mostly slower
+than the loop (0.95 to 2 times its time for 1,000 to 100,000 files, one to
+ten in each of up to 10,000 directories, under C<ulimit -n 1024>): each
+directory is opened and closed, and one the cache cannot hold is opened
+again in each step, and in the renames for each of its files when the
+caller's order goes round all the directories. There a batch is for what
+it promises, not for speed. On FUSE with pmxcfs' caching, 64 targets
+written a moment ago take 0.96 to 1.02 of the loop's time (new ones, or
+ones not looked up for a second, a C<LOOKUP> each more: 1.05 to 1.1).
 
 =head1 DIAGNOSTICS
 
