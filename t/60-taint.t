@@ -20,6 +20,21 @@ my $dir = tempdir();
 my $taint = substr($ENV{PATH} // '', 0, 0) . substr($0, 0, 0);    # empty and tainted
 
 sub is_tainted { my $v = shift; return !eval { eval '#' . substr($v, 0, 0); 1 } }
+
+# a tainted positional perm ($what) dies as the reference's sysopen does:
+# the target keeps $old, no temp, and sysopen refuses it in the same words
+sub tainted_perm_refused {
+    my ($what, $target, $old, $perm) = @_;
+    my $line;
+    my $ok = eval { $line = __LINE__; file_set_contents($target, 'p', $perm); 1 };
+    ok(!$ok, "$what: croaks");
+    is($@, "Insecure dependency in file_set_contents while running with -T switch at $0 line $line.\n",
+       "$what: Insecure dependency message");
+    is(slurp($target), $old, "$what: target unchanged");
+    is_deeply([ temps_in($dir) ], [], "$what: no temp");
+    ok(!eval { sysopen my $fh, "$target.x", 0101, $perm; 1 }, "$what: sysopen croaks on it too");
+    like($@, qr/^Insecure dependency in sysopen while running with -T switch/, '... in the same words');
+}
 ok(is_tainted($taint), 'the taint source is tainted');
 
 my $file = "$dir/target";
@@ -74,16 +89,8 @@ my $file = "$dir/target";
     # item 10: a tainted perm dies, as the reference's sysopen does
     my $perm = 0600 . $taint;
     ok(is_tainted($perm), 'perm is tainted');
-    my $line;
-    my $ok = eval { $line = __LINE__; file_set_contents($file, 'p', $perm); 1 };
-    ok(!$ok, 'tainted perm: croaks');
-    is($@, "Insecure dependency in file_set_contents while running with -T switch at $0 line $line.\n",
-       'tainted perm: Insecure dependency message');
-    is(slurp($file), "tainted data \xe9", 'tainted perm: target unchanged');
-    is_deeply([ temps_in($dir) ], [], 'tainted perm: no temp');
-    ok(!eval { sysopen my $fh, "$file.x", 0101, $perm; 1 }, 'sysopen croaks on it too');
-    like($@, qr/^Insecure dependency in sysopen while running with -T switch/, '... in the same words');
-    ok(!-e "$file.x", '... and made no file');
+    tainted_perm_refused('tainted perm', $file, "tainted data \xe9", $perm);
+    ok(!-e "$file.x", '... and sysopen made no file');
 
     my ($clean_perm) = $perm =~ /\A(\d+)\z/;
     ok(file_set_contents($file, 'p', $clean_perm), 'untainted perm: works');
@@ -165,15 +172,7 @@ my $file = "$dir/target";
     tie my $tied, 'TaintTest::Tied', 0600 . $taint;
     for my $c ([ 'an object whose number is tainted', $tainted ], [ 'a tied scalar fetching a tainted value', $tied ]) {
         my ($what, $perm) = @$c;
-        my $line;
-        my $ok = eval { $line = __LINE__; file_set_contents($target, 'p', $perm); 1 };
-        ok(!$ok, "positional perm, $what: croaks");
-        is($@, "Insecure dependency in file_set_contents while running with -T switch at $0 line $line.\n",
-           '... Insecure dependency message');
-        is(slurp($target), "old\n", '... target unchanged');
-        is_deeply([ temps_in($dir) ], [], '... no temp');
-        ok(!eval { sysopen my $fh, "$target.x", 0101, $perm; 1 }, '... as sysopen croaks');
-        like($@, qr/^Insecure dependency in sysopen /, '... in the same words');
+        tainted_perm_refused("positional perm, $what", $target, "old\n", $perm);
     }
     ok(file_set_contents($target, "data $taint", TaintTest::Perm->new(0600)),
        'positional perm, an untainted object, tainted data: works');

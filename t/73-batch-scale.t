@@ -85,6 +85,26 @@ sub traced_in_dirs {
     mkdir "$base/d$_" for 1 .. $ndirs;
     return strace_call($call, setup => $setup, args => [$base], ulimit_n => $ulimit);
 }
+# 24 directories under ulimit -n 32 (a cache of 16, the first 12 in name
+# order kept), d1 .. d24 in $dir/$name, each with a target holding 'old'
+# (leaf f, or f1 .. f24 with $distinct); at the batch's first write a
+# handler moves d5 (the 20th, not kept) to 'gone' and, with $remake, makes
+# a new d5. Returns the trace, the base and the targets but d5's.
+sub batch_with_d5_moved {
+    my ($name, $distinct, $remake) = @_;
+    my $base = "$dir/$name";
+    my $leaf = $distinct ? 'f$_' : 'f';
+    my @targets = map { "$base/d$_/" . ($distinct ? "f$_" : 'f') } 1 .. 24;
+    mkdir $base;
+    mkdir "$base/d$_" for 1 .. 24;
+    spew($_, 'old') for @targets;
+    my $r = strace_call('local $SIG{ALRM} = sub { rename "$B/d5", "$B/gone" or die;'
+                        . ($remake ? ' mkdir "$B/d5" or die' : '') . ' }; FastFile::file_set_contents_many(\@l)',
+                        setup => 'my $B = $ARGV[0]; my @l = map { ("$B/d$_/' . $leaf . '" => "new") } 1 .. 24;',
+                        args => [$base], inject => ['write:error=EINTR:signal=SIGALRM:when=1'], ulimit_n => 32);
+    return ($r, $base, [ @targets[0 .. 3, 5 .. 23] ]);
+}
+
 sub dir_opens { my ($r) = @_; return scalar grep { $_->{name} =~ /^open(?:at)?\z/ && $_->{args} =~ /O_DIRECTORY/ } @{ $r->{calls} } }
 
 SKIP: {
@@ -269,33 +289,19 @@ SKIP: {
     is($r->{err}, "file_set_contents_many: replaced '$dir/sd/a', '$dir/sd/b', then unable to sync directory "
                   . "'$dir/sd' - " . errno_text(EIO) . "\n", 'the fsync of a directory fails: names the directory');
 
-    # more directories than the cache holds (ulimit -n 32: 16, the first 12
-    # in name order kept): one not kept (d5, the 20th), replaced by another
-    # while the batch runs, is found when it is opened again
-    my $base = "$dir/stale";
-    mkdir $base;
-    mkdir "$base/d$_" for 1 .. 24;
-    spew("$base/d$_/f", 'old') for 1 .. 24;
-    $r = strace_call('local $SIG{ALRM} = sub { rename "$B/d5", "$B/gone" or die; mkdir "$B/d5" or die };'
-                     . ' FastFile::file_set_contents_many(\@l)',
-                     setup => 'my $B = $ARGV[0]; my @l = map { ("$B/d$_/f" => "new") } 1 .. 24;', args => [$base],
-                     inject => ['write:error=EINTR:signal=SIGALRM:when=1'], ulimit_n => 32);
+    # more directories than the cache holds: one not kept, replaced by
+    # another while the batch runs, is found when it is opened again
+    my ($base, $others);
+    ($r, $base, $others) = batch_with_d5_moved('stale', 0, 1);
     is($r->{err}, "unable to open directory '$base/d5' again, it was moved or replaced during the call - "
                   . errno_text(ESTALE) . "\n", 'a directory replaced while out of the cache: named');
-    is(join('', map { slurp("$base/d$_/f") // '' } grep { $_ != 5 } 1 .. 24), 'old' x 23, '... no target replaced');
+    is(join('', map { slurp($_) // '' } @$others), 'old' x 23, '... no target replaced');
 
     # ... one only moved away (nothing has its name): ENOENT, named
-    $base = "$dir/moved";
-    mkdir $base;
-    mkdir "$base/d$_" for 1 .. 24;
-    spew("$base/d$_/f", 'old') for 1 .. 24;
-    $r = strace_call('local $SIG{ALRM} = sub { rename "$B/d5", "$B/gone" or die };'
-                     . ' FastFile::file_set_contents_many(\@l)',
-                     setup => 'my $B = $ARGV[0]; my @l = map { ("$B/d$_/f" => "new") } 1 .. 24;', args => [$base],
-                     inject => ['write:error=EINTR:signal=SIGALRM:when=1'], ulimit_n => 32);
+    ($r, $base, $others) = batch_with_d5_moved('moved', 0, 0);
     is($r->{err}, "unable to open directory '$base/d5' - " . errno_text(ENOENT) . "\n",
        'a directory moved away while out of the cache: named');
-    is(join('', map { slurp("$base/d$_/f") // '' } grep { $_ != 5 } 1 .. 24) . slurp("$base/gone/f"), 'old' x 24,
+    is(join('', map { slurp($_) // '' } @$others) . slurp("$base/gone/f"), 'old' x 24,
        '... no target replaced');
     is_deeply([ temps_in($base) ], [], '... no temp file left where the batch could still reach it')
         or diag explain [ temps_in($base) ];
@@ -346,17 +352,11 @@ SKIP: {
     # Directories opened without fstat (leaves differ: no duplicate is
     # possible) still prove who they are when reopened: one replaced while
     # out of the cache is found.
-    my $base = "$dir/stale2";
-    mkdir $base;
-    mkdir "$base/d$_" for 1 .. 24;
-    spew("$base/d$_/f$_", 'old') for 1 .. 24;
-    $r = strace_call('local $SIG{ALRM} = sub { rename "$B/d5", "$B/gone" or die; mkdir "$B/d5" or die };'
-                     . ' FastFile::file_set_contents_many(\@l)',
-                     setup => 'my $B = $ARGV[0]; my @l = map { ("$B/d$_/f$_" => "new") } 1 .. 24;', args => [$base],
-                     inject => ['write:error=EINTR:signal=SIGALRM:when=1'], ulimit_n => 32);
+    my ($base, $others);
+    ($r, $base, $others) = batch_with_d5_moved('stale2', 1, 1);
     is($r->{err}, "unable to open directory '$base/d5' again, it was moved or replaced during the call - "
                   . errno_text(ESTALE) . "\n", 'distinct leaves, a directory replaced while out of the cache: named');
-    is(join('', map { slurp("$base/d$_/f$_") // '' } grep { $_ != 5 } 1 .. 24), 'old' x 23, '... no target replaced');
+    is(join('', map { slurp($_) // '' } @$others), 'old' x 23, '... no target replaced');
 
     # ... and cost no fstat while they stay in the cache (10 directories,
     # distinct leaves, no fsync): per file the loop's calls and one fstatat
