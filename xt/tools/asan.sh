@@ -27,16 +27,8 @@ case "$LIBASAN" in
 esac
 [ -e "$LIBASAN" ] || { echo "asan: $LIBASAN does not exist" >&2; exit 1; }
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/fastfile-asan.XXXXXX") || exit 1
-cleanup() {
-    if [ "${ASAN_KEEP:-0}" = 1 ]; then
-        echo "asan: build kept in $WORK"
-    else
-        rm -rf "$WORK"
-    fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+. "$ROOT/xt/tools/workdir.sh"
+work_dir asan asan "${ASAN_KEEP:-0}"
 
 # the sources, without the artefacts of the normal build
 (cd "$ROOT" && tar -cf - \

@@ -29,16 +29,8 @@ case "$KIND" in
     *) echo "usage: $0 clang|portable" >&2; exit 2 ;;
 esac
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/fastfile-$KIND.XXXXXX") || exit 1
-cleanup() {
-    if [ "${BUILDCHECK_KEEP:-0}" = 1 ]; then
-        echo "buildcheck: build kept in $WORK"
-    else
-        rm -rf "$WORK"
-    fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+. "$ROOT/xt/tools/workdir.sh"
+work_dir "$KIND" buildcheck "${BUILDCHECK_KEEP:-0}"
 
 # the distribution's files: what a CPAN tester unpacks
 (cd "$ROOT" && sed -e 's/[[:space:]].*//' -e '/^$/d' MANIFEST | tar -cf - -T -) \

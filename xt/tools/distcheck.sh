@@ -15,12 +15,8 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 PERL=${PERL:-perl}
 fail() { echo "distcheck: $*" >&2; exit 1; }
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/fastfile-distcheck.XXXXXX") || exit 1
-cleanup() {
-    if [ "${DISTCHECK_KEEP:-0}" = 1 ]; then echo "distcheck: kept $WORK"; else rm -rf "$WORK"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+. "$ROOT/xt/tools/workdir.sh"
+work_dir distcheck distcheck "${DISTCHECK_KEEP:-0}"
 
 cd "$ROOT" || exit 1
 VERSION=$($PERL -ne "print \$1 if /our \\\$VERSION = '([^']+)'/" lib/FastFile.pm)

@@ -40,12 +40,9 @@ else
     done
 fi
 
-LOGS=$(mktemp -d "${TMPDIR:-/tmp}/fastfile-leakcheck.XXXXXX") || exit 1
-cleanup() {
-    if [ "${LEAKCHECK_KEEP:-0}" = 1 ]; then echo "leakcheck: logs kept in $LOGS"; else rm -rf "$LOGS"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+. "$ROOT/xt/tools/workdir.sh"
+work_dir leakcheck leakcheck "${LEAKCHECK_KEEP:-0}"
+LOGS=$WORK
 
 JOBS=${LEAKCHECK_JOBS:-$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)}
 echo "leakcheck: valgrind $(valgrind --version | sed 's/valgrind-//'), $JOBS job(s), logs in $LOGS"
