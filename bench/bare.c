@@ -157,7 +157,7 @@ int main(int argc, char **argv)
 	} else if (strcmp(mode, "spread") == 0 || strcmp(mode, "staged") == 0) {
 		long long t0;
 		const char *name = file;
-		int staged = mode[1] == 't';
+		int staged = strcmp(mode, "staged") == 0;
 		for (int k = 0; k < k_files; k++) {
 			snprintf(spread_file[k], sizeof spread_file[k], "%s.%d", name, k);
 			snprintf(spread_tmp[k], sizeof spread_tmp[k], "%s.tmp.%d", spread_file[k], (int) getpid());
