@@ -134,7 +134,7 @@ static void tick(void);
 static void tick_cb(int *counted) { if (*counted) tick(); }
 /* After LOCKED: counts the request (for "crashpoint") when the function
  * returns, still locked. The control file's traffic is NOT_COUNTED. */
-#define COUNTED __attribute__((cleanup(tick_cb))) int counted_ = 1
+#define COUNTED __attribute__((cleanup(tick_cb), unused)) int counted_ = 1
 #define NOT_COUNTED (counted_ = 0)
 
 static struct timespec now(void)
