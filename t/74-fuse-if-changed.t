@@ -50,8 +50,9 @@ sub config_of {
     return substr($s, 0, $size - 1) . "\n";
 }
 
-# inotify(7) through syscall(2), without a module: an object with the names
-# of the events read so far, or the reason why not.
+# inotify(7) through syscall(2), without a module: inotify_watch gives a
+# handle watching the paths (or the reason why not), inotify_events the
+# names of the events read from it so far.
 my %IN = (ACCESS => 0x1, MODIFY => 0x2, ATTRIB => 0x4, CLOSE_WRITE => 0x8,
           CLOSE_NOWRITE => 0x10, OPEN => 0x20, MOVED_FROM => 0x40, MOVED_TO => 0x80,
           CREATE => 0x100, DELETE => 0x200, DELETE_SELF => 0x400, MOVE_SELF => 0x800);
