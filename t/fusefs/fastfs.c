@@ -5,7 +5,8 @@
  * It counts FUSE WRITE requests, models pmxcfs' write amplification
  * (pmxcfs stores the whole file again on every write request, so
  * "bytes_stored" grows by the file's size after each request) and
- * injects faults.  Everything is controlled through the file "/.fastfs"
+ * injects faults; "modify_requests" counts every request that can change
+ * the tree (each one a stored sqlite transaction on pmxcfs).  Everything is controlled through the file "/.fastfs"
  * at the mount root (not listed by readdir); see README.
  *
  *   fastfs -f -s -o max_write=131072,default_permissions MOUNTPOINT
@@ -83,7 +84,8 @@ static struct {
 		bytes_stored, write_errors, read_requests, create_requests,
 		open_requests, flush_requests, release_requests, rename_requests,
 		fsync_requests, unlink_requests, truncate_requests, faults_injected,
-		interrupted, fsyncdir_requests, requests, crashes;
+		interrupted, fsyncdir_requests, requests, crashes,
+		modify_requests;
 } st;
 static unsigned sizes[NSIZES];      /* ring buffer of the last write sizes */
 static unsigned long long nsizes;   /* total recorded, ring index = n % N */
@@ -132,7 +134,7 @@ static void tick(void);
 static void tick_cb(int *counted) { if (*counted) tick(); }
 /* After LOCKED: counts the request (for "crashpoint") when the function
  * returns, still locked. The control file's traffic is NOT_COUNTED. */
-#define COUNTED __attribute__((cleanup(tick_cb))) int counted_ = 1
+#define COUNTED __attribute__((cleanup(tick_cb), unused)) int counted_ = 1
 #define NOT_COUNTED (counted_ = 0)
 
 static struct timespec now(void)
@@ -690,6 +692,7 @@ static int ctl_snapshot(struct handle *h)
 	KV(release_requests); KV(rename_requests); KV(fsync_requests);
 	KV(unlink_requests); KV(truncate_requests); KV(faults_injected);
 	KV(interrupted); KV(fsyncdir_requests); KV(requests); KV(crashes);
+	KV(modify_requests);
 #undef KV
 	/* 1 while a crashpoint waits for its request */
 	fprintf(f, "crashpoint_pending %d\n", crash_at && !crash_image);
@@ -819,6 +822,7 @@ static int fs_mkdir(const char *path, mode_t mode)
 	LOCKED;
 	COUNTED;
 
+	st.modify_requests++;
 	return make_node(path, S_IFDIR | (mode & 07777), &n);
 }
 
@@ -829,6 +833,7 @@ static int fs_symlink(const char *target, const char *path)
 	LOCKED;
 	COUNTED;
 
+	st.modify_requests++;
 	if ((r = make_node(path, S_IFLNK | 0777, &n)) < 0)
 		return r;
 	if ((r = resize(n, strlen(target))) == 0)
@@ -846,6 +851,7 @@ static int fs_unlink(const char *path)
 	COUNTED;
 
 	st.unlink_requests++;
+	st.modify_requests++;
 	if (is_ctl(path))
 		return -EPERM;
 	if ((r = fault(OP_UNLINK, path)))
@@ -868,6 +874,7 @@ static int fs_rmdir(const char *path)
 	LOCKED;
 	COUNTED;
 
+	st.modify_requests++;
 	if (!(dir = lookup_parent(path, &leaf)))
 		return -errno;
 	if (!(e = find_entry(dir, leaf, strlen(leaf))))
@@ -898,6 +905,7 @@ static int fs_rename(const char *from, const char *to, unsigned int flags)
 	COUNTED;
 
 	st.rename_requests++;
+	st.modify_requests++;
 	if (is_ctl(from) || is_ctl(to))
 		return -EPERM;
 	if ((r = fault(OP_RENAME, from)))
@@ -962,6 +970,7 @@ static int fs_link(const char *from, const char *to)
 	LOCKED;
 	COUNTED;
 
+	st.modify_requests++;
 	if (is_ctl(from) || is_ctl(to))
 		return -EPERM;
 	if (!(n = lookup(from)))
@@ -982,6 +991,7 @@ static int fs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 	LOCKED;
 	COUNTED;
 
+	st.modify_requests++;
 	if (!(n = node_of(path, fi)))
 		return -errno;  /* also for the control file */
 	n->mode = (n->mode & S_IFMT) | (mode & 07777);
@@ -996,6 +1006,7 @@ static int fs_chown(const char *path, uid_t uid, gid_t gid,
 	LOCKED;
 	COUNTED;
 
+	st.modify_requests++;
 	if (!(n = node_of(path, fi)))
 		return -errno;
 	if (uid != (uid_t) -1)
@@ -1016,6 +1027,7 @@ static int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 	if (is_ctl(path) || (H(fi) && H(fi)->is_ctl))
 		return NOT_COUNTED;  /* open(">") of the control file truncates it */
 	st.truncate_requests++;
+	st.modify_requests++;
 	if ((r = fault(OP_TRUNCATE, path)))
 		return r;
 	if (!(n = node_of(path, fi)))
@@ -1033,6 +1045,7 @@ static int fs_utimens(const char *path, const struct timespec tv[2],
 
 	if (is_ctl(path) || (H(fi) && H(fi)->is_ctl))
 		return NOT_COUNTED;  /* touch */
+	st.modify_requests++;
 	if (!(n = node_of(path, fi)))
 		return -errno;
 	if (!tv || tv[0].tv_nsec != UTIME_OMIT)
@@ -1065,6 +1078,7 @@ static int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 	if (is_ctl(path))
 		return -EEXIST;
 	st.create_requests++;
+	st.modify_requests++;
 	if ((r = fault(OP_CREATE, path)))
 		return r;
 	/* mode arrives already masked by the caller's umask */
@@ -1106,6 +1120,7 @@ static int fs_open(const char *path, struct fuse_file_info *fi)
 	if ((fi->flags & O_TRUNC) && (fi->flags & O_ACCMODE) != O_RDONLY) {
 		/* only seen with FUSE_CAP_ATOMIC_O_TRUNC */
 		st.truncate_requests++;
+		st.modify_requests++;
 		if ((r = resize(n, 0)) < 0)
 			return r;
 	}
@@ -1174,6 +1189,7 @@ static int fs_write(const char *path, const char *buf, size_t size,
 	LOCKED;
 	COUNTED;
 	st.write_requests++;
+	st.modify_requests++;
 	st.write_bytes += size;
 	if (size > st.write_max)
 		st.write_max = size;
@@ -1295,6 +1311,54 @@ static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t fill,
 	return 0;
 }
 
+/* Modifying requests fastfs does not implement:
+ * counted, then answered as libfuse answers a missing operation. A
+ * regular file's MKNOD reaches fs_create (libfuse prefers create). */
+static int unsupported_change(void)
+{
+	LOCKED;
+	COUNTED;
+
+	st.modify_requests++;
+	return -ENOSYS;
+}
+
+static int fs_mknod(const char *path, mode_t mode, dev_t rdev)
+{
+	(void) path; (void) mode; (void) rdev;
+	return unsupported_change();
+}
+
+static int fs_setxattr(const char *path, const char *name, const char *value,
+		       size_t size, int flags)
+{
+	(void) path; (void) name; (void) value; (void) size; (void) flags;
+	return unsupported_change();
+}
+
+static int fs_removexattr(const char *path, const char *name)
+{
+	(void) path; (void) name;
+	return unsupported_change();
+}
+
+static int fs_fallocate(const char *path, int mode, off_t off, off_t len,
+			struct fuse_file_info *fi)
+{
+	(void) path; (void) mode; (void) off; (void) len; (void) fi;
+	return unsupported_change();
+}
+
+static ssize_t fs_copy_file_range(const char *in, struct fuse_file_info *fi_in,
+				  off_t off_in, const char *out,
+				  struct fuse_file_info *fi_out, off_t off_out,
+				  size_t len, int flags)
+{
+	(void) in; (void) fi_in; (void) off_in; (void) out; (void) fi_out;
+	(void) off_out; (void) len; (void) flags;
+	return unsupported_change();
+}
+
 static const struct fuse_operations ops = {
 	.init = fs_init,
 	.getattr = fs_getattr,
@@ -1320,6 +1384,11 @@ static const struct fuse_operations ops = {
 	.fsync = fs_fsync,
 	.fsyncdir = fs_fsyncdir,
 	.readdir = fs_readdir,
+	.mknod = fs_mknod,
+	.setxattr = fs_setxattr,
+	.removexattr = fs_removexattr,
+	.fallocate = fs_fallocate,
+	.copy_file_range = fs_copy_file_range,
 };
 
 static void ignore_signal(int sig)
