@@ -9,6 +9,8 @@ use Exporter 5.57 'import';
 our @EXPORT      = qw(file_set_contents);
 our @EXPORT_OK   = qw(file_set_contents file_set_contents_many file_get_contents
                       file_read_firstline atomic_writer);
+# PVE::File's helpers (issue 27b)
+push @EXPORT_OK, qw(file_read_last_line tempfile tempfile_contents create_owned_file_fh);
 our %EXPORT_TAGS = (all => \@EXPORT_OK);
 
 require XSLoader;
@@ -16,6 +18,70 @@ XSLoader::load('FastFile', $VERSION);
 
 # the streaming writer: FastFile::Writer->new(@_)
 sub atomic_writer { require FastFile::Writer; FastFile::Writer->new(@_) }
+
+# ---- PVE::File's tempfile, tempfile_contents, create_owned_file_fh: the
+# arguments taken as the reference takes them, the file made in C (one
+# write(2) of the data), the fd made into the reference's handle here.
+
+# Fcntl's values, without loading Fcntl (Linux's; the C side takes them as numbers)
+sub _O_ACCMODE () { 3 }
+sub _O_RDWR    () { 2 }
+sub _O_WRONLY  () { 1 }
+sub _O_APPEND  () { 02000 }
+
+# tempfile's directory and flags: $opts{dir}, else /run/user/<uid>, /run for
+# root, /tmp; $opts{mode} (default O_RDWR)
+sub _tempfile_args {
+    my ($perm, $opts) = @_;
+    my $given = defined $opts->{dir};
+    my $dir = $given ? $opts->{dir}
+            : -d "/run/user/$<" ? "/run/user/$<"
+            : $< == 0 ? '/run' : '/tmp';
+    return ($perm // 0600, $dir, $given, $opts->{mode} // _O_RDWR, $opts->{allow_links} ? 1 : 0);
+}
+
+# A handle on the fd (ours: closed if no handle can be made), opened in the
+# way sysopen with these flags opens one; IO::File for tempfile.
+sub _handle_of {
+    my ($fd, $flags, $class, $what) = @_;
+    my $append = $flags & _O_APPEND;
+    my $how = ($flags & _O_ACCMODE) == _O_RDWR ? ($append ? '+>>' : '+<')
+            : ($flags & _O_ACCMODE) == _O_WRONLY ? ($append ? '>>' : '>') : '<';
+    my $fh;
+    if ($class) {
+        require IO::File;
+        $fh = IO::File->new;
+    }
+    if (!open($fh, "$how&=", $fd)) {
+        my $err = $!;
+        _close_fd($fd);
+        $! = $err;
+        die "$what: $!\n";
+    }
+    return $fh;
+}
+
+sub tempfile {
+    my ($perm, %opts) = @_;
+    my @args = _tempfile_args($perm, \%opts);
+    return _handle_of(_tempfile_fd(@args), $args[3], 'IO::File', 'failed to create tempfile');
+}
+
+sub tempfile_contents {
+    my (undef, $perm, %opts) = @_;     # the data is read once, by the XSUB
+    my @args = _tempfile_args($perm, \%opts);
+    my $fh = _handle_of(_tempfile_contents_fd($_[0], @args), $args[3], 'IO::File',
+                        'unable to write to tempfile');
+    return ("/proc/$$/fd/" . fileno($fh), $fh);
+}
+
+sub create_owned_file_fh {
+    my ($file, $uid, $gid, $perm) = @_;
+    $gid = -1 if @_ < 3;               # the reference's signature defaults
+    $perm = 0640 if @_ < 4;
+    return _handle_of(_create_owned_fd($file, $uid, $gid, $perm), _O_WRONLY, undef,
+                      "unable to create file '$file'");
+}
 
 1;
 

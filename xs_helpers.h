@@ -1,0 +1,43 @@
+/* xs_helpers.h - the perl side of PVE::File's helpers file_read_last_line
+ * (xs_tail.c), tempfile, tempfile_contents and create_owned_file_fh
+ * (xs_tempfile.c); their XSUBs are in Tail.xsh and Tempfile.xsh, the
+ * syscalls in ff_tail.c and ff_tempfile.c. */
+#ifndef XS_HELPERS_H
+#define XS_HELPERS_H
+
+#if defined(__GNUC__) && __GNUC__ >= 4
+#pragma GCC visibility push(hidden)   /* see ff_io.h */
+#endif
+
+/* file_read_last_line($file): the last line (mortal), or undef. */
+SV *ffxs_file_read_last_line(pTHX_ SV *filename);
+#define file_read_last_line(filename) ffxs_file_read_last_line(aTHX_ filename)
+
+/* tempfile's fd (data NULL) or tempfile_contents' with data written:
+ * dir_given false means dir is the default the module chose. */
+IV ffxs_tempfile_fd(pTHX_ SV *data, SV *perm, SV *dir, bool dir_given, SV *flags,
+                    bool allow_links);
+#define tempfile_fd(data, perm, dir, dir_given, flags, allow_links) \
+    ffxs_tempfile_fd(aTHX_ data, perm, dir, dir_given, flags, allow_links)
+
+/* How the last tempfile_fd made its file (enum ff_tempfile_kind): tests. */
+int ffxs_tempfile_kind(void);
+
+/* create_owned_file_fh's fd: parents made, created, owned. */
+IV ffxs_create_owned_fd(pTHX_ SV *file, SV *uid, SV *gid, SV *perm);
+#define create_owned_fd(file, uid, gid, perm) ffxs_create_owned_fd(aTHX_ file, uid, gid, perm)
+
+/* Croak "<formatted prefix><$! text>" with perl's " at FILE line N." (the
+ * reference's die without "\n"), $! left at err. */
+void ffxs_croak_errno_at(pTHX_ int err, const char *fmt, ...)
+    __attribute__format__(__printf__, pTHX_2, pTHX_3) __attribute__noreturn__;
+#define croak_errno_at(err, ...) ffxs_croak_errno_at(aTHX_ err, __VA_ARGS__)
+
+/* Savestack destructor: closes *(int *)fdp unless it is -1. */
+void ffxs_close_fd_at_leave(pTHX_ void *fdp);
+
+#if defined(__GNUC__) && __GNUC__ >= 4
+#pragma GCC visibility pop
+#endif
+
+#endif

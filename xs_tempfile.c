@@ -1,0 +1,130 @@
+/* xs_tempfile.c - the perl side of tempfile, tempfile_contents and
+ * create_owned_file_fh (XSUBs in Tempfile.xsh, files opened in
+ * ff_tempfile.c). Each returns an fd that lib/FastFile.pm turns into the
+ * reference's handle (open "&="), so PerlIO finds the file's offset where
+ * the data written here ended. */
+#define PERL_NO_GET_CONTEXT
+#include "EXTERN.h"
+#include "perl.h"
+#include "XSUB.h"
+#include "ppport.h"
+
+#include "xs_common.h"
+#include "xs_helpers.h"
+#include "ff_tempfile.h"
+
+/* PerlIO's buffer: the reference's print of data this long or longer
+ * writes (and fails) inside print, a shorter one only at its flush. */
+#define FF_PERLIO_BUFSIZ 8192
+
+static int last_kind = -1;      /* for tests only: how the last file was made */
+
+int ffxs_tempfile_kind(void)
+{
+    return last_kind;
+}
+
+IV ffxs_tempfile_fd(pTHX_ SV *data, SV *perm, SV *dir, bool dir_given, SV *flags,
+                    bool allow_links)
+{
+    const char *op = "tempfile_contents";
+    struct ff_guard guard = { NULL, 0, FALSE, FALSE };
+    struct ff_eintr intr = { ffxs_on_eintr, &guard };
+    enum ff_tempfile_kind kind;
+    SV *dir_sv, *ors_sv = NULL;
+    const char *buf, *ors = "";
+    STRLEN len, ors_len = 0;
+    int fd = -1, err;
+
+    ENTER;   /* closes fd on a croak (a warning's handler may die) */
+    if (data) {
+        SvGETMAGIC(data);
+        data = snapshot(data);
+        if (PL_ors_sv && SvOK(PL_ors_sv))
+            ors_sv = snapshot(PL_ors_sv);
+    }
+    dir_sv = path_arg(name_snapshot(dir), NULL);
+    SAVEDESTRUCTOR_X(ffxs_close_fd_at_leave, &fd);
+    err = safe_path(dir_sv, "tempfile")
+              ? ff_tempfile_open(SvPVX(dir_sv), dir_given, (int)SvIV(flags), allow_links,
+                                 (mode_t)SvIV(perm), (long)dollar_pid(), &fd, &kind, &intr)
+              : ENOENT;
+    if (err)
+        croak_errno(err, "failed to create tempfile: ");
+    last_kind = (int)kind;
+    if (data) {
+        /* print's bytes, as file_set_contents writes them: wide characters
+         * as UTF-8 with a warning, then $\; one write(2) (a writev with $\) */
+        buf = payload(data, FALSE, &len, op);
+        if (ors_sv)
+            ors = payload(ors_sv, FALSE, &ors_len, op);
+        err = ff_write_tail_all(fd, buf, len, ors, ors_len, &intr);
+        if (err) {
+            ff_close_read(fd);
+            fd = -1;
+            croak_errno(err, len + ors_len >= FF_PERLIO_BUFSIZ ? "unable to write to tempfile: "
+                                                                : "unable to flush to tempfile: ");
+        }
+    }
+    {
+        IV ret = fd;
+
+        fd = -1;            /* the caller's now */
+        LEAVE;
+        return ret;
+    }
+}
+
+IV ffxs_create_owned_fd(pTHX_ SV *file, SV *uid, SV *gid, SV *perm)
+{
+    const char *op = "create_owned_file_fh";
+    struct ff_guard guard = { NULL, 0, FALSE, FALSE };
+    struct ff_eintr intr = { ffxs_on_eintr, &guard };
+    enum ff_step step;
+    SV *path;
+    char *dir;
+    int fd = -1, err, made, unlink_err;
+    IV uid_n, gid_n;
+
+    ENTER;
+    path = path_arg(name_snapshot(file), op);
+    uid_n = SvIV(uid);
+    gid_n = SvIV(gid);
+    if (!safe_path(path, op))       /* as sysopen: ENOENT */
+        croak_errno(ENOENT, "unable to create file '%" SVf "' - ", SVfARG(path));
+    /* File::Path::make_path of the parent: it croaks "mkdir <dir>: <$!>"
+     * for the level that failed, which ff_mkdir_p leaves in dir */
+    {
+        char *d = ff_dir_of(SvPVX(path));
+
+        if (!d)
+            croak_errno(ENOMEM, "unable to create file '%" SVf "' - ", SVfARG(path));
+        dir = savepv(d);
+        free(d);
+        SAVEFREEPV(dir);
+    }
+    err = ff_mkdir_p(dir, &made, &intr);
+    if (err)
+        croak_errno_at(err, "mkdir %s: ", dir);
+    SAVEDESTRUCTOR_X(ffxs_close_fd_at_leave, &fd);
+    err = ff_create_owned(SvPVX(path), (uid_t)uid_n, (gid_t)gid_n, (mode_t)SvIV(perm), &fd,
+                          &step, &unlink_err, &intr);
+    if (err && step == FF_STEP_OPEN)
+        croak_errno(err, "unable to create file '%" SVf "' - ", SVfARG(path));
+    if (err) {
+        if (unlink_err) {
+            SETERRNO(unlink_err, 0);
+            warn("failed to unlink '%" SVf "' after failing to set owner: %" SVf "\n",
+                 SVfARG(path), SVfARG(sv_2mortal(newSVsv(get_sv("!", GV_ADD)))));
+        }
+        croak_errno_at(err, "failed to change owner of '%" SVf "' to %" SVf ":%" SVf " - ",
+                       SVfARG(path), SVfARG(uid), SVfARG(gid));
+    }
+    {
+        IV ret = fd;
+
+        fd = -1;
+        LEAVE;
+        return ret;
+    }
+}
