@@ -13,6 +13,11 @@
 #include "xs_helpers.h"
 #include "ff_tempfile.h"
 
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
 /* PerlIO's buffer: the reference's print of data this long or longer
  * writes (and fails) inside print, a shorter one only at its flush. */
 #define FF_PERLIO_BUFSIZ 8192
@@ -75,6 +80,57 @@ IV ffxs_tempfile_fd(pTHX_ SV *data, SV *perm, SV *dir, bool dir_given, SV *flags
     }
 }
 
+/* 1 when path is a directory, as perl's -d says (symlinks followed). */
+static int is_dir(const char *path)
+{
+    struct stat st;
+
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* File::Path::make_path's croak for dir, when dir is not a directory after
+ * ff_mkdir_p: it climbs from dir while the parent is not a directory, then
+ * makes the level below the first one that is, and names that level with
+ * its mkdir's error ("File exists" for a file in the way). Returns when dir
+ * is a directory. */
+static void S_croak_make_path(pTHX_ char *dir)
+{
+    size_t len = strlen(dir), top = len;
+    int err;
+
+    if (is_dir(dir))
+        return;
+    for (;;) {
+        char *slash, save;
+
+        while (top > 1 && dir[top - 1] == '/')
+            top--;
+        save = dir[top];
+        dir[top] = '\0';
+        slash = strrchr(dir, '/');
+        dir[top] = save;
+        if (!slash)
+            break;              /* a relative first level: its parent is "." */
+        {
+            size_t parent = (size_t)(slash - dir);
+            int parent_is_dir;
+
+            if (parent == 0)
+                break;          /* its parent is "/" */
+            dir[parent] = '\0';
+            parent_is_dir = is_dir(dir);
+            dir[parent] = '/';
+            if (parent_is_dir)
+                break;
+            top = parent;
+        }
+    }
+    dir[top] = '\0';
+    err = mkdir(dir, 0777) < 0 ? errno : EEXIST;
+    croak_errno_at(err, "mkdir %s: ", dir);
+}
+#define croak_make_path(dir) S_croak_make_path(aTHX_ dir)
+
 IV ffxs_create_owned_fd(pTHX_ SV *file, SV *uid, SV *gid, SV *perm)
 {
     const char *op = "create_owned_file_fh";
@@ -104,11 +160,24 @@ IV ffxs_create_owned_fd(pTHX_ SV *file, SV *uid, SV *gid, SV *perm)
         SAVEFREEPV(dir);
     }
     err = ff_mkdir_p(dir, &made, &intr);
-    if (err)
+    if (err) {
+        /* ff_mkdir_p left dir cut at the level that failed: from the whole */
+        char *d = ff_dir_of(SvPVX(path));
+
+        if (d) {
+            char *full = savepv(d);
+
+            free(d);
+            SAVEFREEPV(full);
+            croak_make_path(full);
+        }
         croak_errno_at(err, "mkdir %s: ", dir);
+    }
     SAVEDESTRUCTOR_X(ffxs_close_fd_at_leave, &fd);
     err = ff_create_owned(SvPVX(path), (uid_t)uid_n, (gid_t)gid_n, (mode_t)SvIV(perm), &fd,
                           &step, &unlink_err, &intr);
+    if (err == ENOTDIR && step == FF_STEP_OPEN)
+        croak_make_path(dir);       /* a file where the directory should be */
     if (err && step == FF_STEP_OPEN)
         croak_errno(err, "unable to create file '%" SVf "' - ", SVfARG(path));
     if (err) {
