@@ -58,7 +58,9 @@ int ff_tempfile_open(const char *dir, int dir_given, int flags, int allow_links,
                      long pid, int *fd, enum ff_tempfile_kind *kind,
                      const struct ff_eintr *intr)
 {
+#if FF_HAVE_O_TMPFILE
     int err;
+#endif
 
     flags |= O_CLOEXEC | (allow_links ? 0 : O_EXCL);
 #if FF_HAVE_O_TMPFILE
