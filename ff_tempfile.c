@@ -37,7 +37,7 @@ static inline int ff_memfd_create(const char *name)
 #endif
 
 /* The reference's fallback: <dir>/.tmpfile.<pid>, exclusive, unlinked at once. */
-static int open_named(const char *dir, int flags, mode_t perm, long pid, int *fd,
+static int open_named(const char *dir, int flags, mode_t perm, int *fd,
                       const struct ff_eintr *intr)
 {
     size_t len = strlen(dir) + sizeof("/.tmpfile.") + 3 * sizeof(long);
@@ -46,7 +46,7 @@ static int open_named(const char *dir, int flags, mode_t perm, long pid, int *fd
 
     if (!path)
         return ENOMEM;
-    snprintf(path, len, "%s/.tmpfile.%ld", dir, pid);
+    snprintf(path, len, "%s/.tmpfile.%ld", dir, (long)getpid());
     FF_SYSCALL(err, intr, *fd = open(path, flags | O_CREAT | O_EXCL, perm));
     if (!err)
         (void)unlink(path);         /* as the reference: its result unchecked */
@@ -55,8 +55,7 @@ static int open_named(const char *dir, int flags, mode_t perm, long pid, int *fd
 }
 
 int ff_tempfile_open(const char *dir, int dir_given, int flags, int allow_links, mode_t perm,
-                     long pid, int *fd, enum ff_tempfile_kind *kind,
-                     const struct ff_eintr *intr)
+                     int *fd, enum ff_tempfile_kind *kind, const struct ff_eintr *intr)
 {
 #if FF_HAVE_O_TMPFILE
     int err;
@@ -88,7 +87,7 @@ int ff_tempfile_open(const char *dir, int dir_given, int flags, int allow_links,
     (void)dir_given;
 #endif
     *kind = FF_TEMPFILE_NAMED;
-    return open_named(dir_given ? dir : "/tmp", flags, perm, pid, fd, intr);
+    return open_named(dir_given ? dir : "/tmp", flags, perm, fd, intr);
 }
 
 int ff_create_owned(const char *path, uid_t uid, gid_t gid, mode_t perm, int *fd,

@@ -26,8 +26,7 @@ enum ff_tempfile_kind {
  * at once. The portable build takes the named file. Returns 0 with *fd
  * (O_CLOEXEC) and *kind, or an errno. */
 int ff_tempfile_open(const char *dir, int dir_given, int flags, int allow_links, mode_t perm,
-                     long pid, int *fd, enum ff_tempfile_kind *kind,
-                     const struct ff_eintr *intr);
+                     int *fd, enum ff_tempfile_kind *kind, const struct ff_eintr *intr);
 
 /* create_owned_file_fh's file: path created with O_WRONLY|O_CREAT|O_EXCL
  * and perm, then fchown(uid, gid) on the fd. *step says what failed:

@@ -13,19 +13,20 @@
 SV *ffxs_file_read_last_line(pTHX_ SV *filename);
 #define file_read_last_line(filename) ffxs_file_read_last_line(aTHX_ filename)
 
-/* tempfile's fd (data NULL) or tempfile_contents' with data written:
- * dir_given false means dir is the default the module chose. */
-IV ffxs_tempfile_fd(pTHX_ SV *data, SV *perm, SV *dir, bool dir_given, SV *flags,
-                    bool allow_links);
-#define tempfile_fd(data, perm, dir, dir_given, flags, allow_links) \
-    ffxs_tempfile_fd(aTHX_ data, perm, dir, dir_given, flags, allow_links)
+/* tempfile's IO::File (data NULL), or tempfile_contents' with data
+ * written (mortal): dir_given false means dir is the default the module
+ * chose. */
+SV *ffxs_tempfile(pTHX_ SV *data, SV *perm, SV *dir, bool dir_given, SV *flags,
+                  bool allow_links);
+#define tempfile_handle(data, perm, dir, dir_given, flags, allow_links) \
+    ffxs_tempfile(aTHX_ data, perm, dir, dir_given, flags, allow_links)
 
 /* How the last tempfile_fd made its file (enum ff_tempfile_kind): tests. */
 int ffxs_tempfile_kind(void);
 
-/* create_owned_file_fh's fd: parents made, created, owned. */
-IV ffxs_create_owned_fd(pTHX_ SV *file, SV *uid, SV *gid, SV *perm);
-#define create_owned_fd(file, uid, gid, perm) ffxs_create_owned_fd(aTHX_ file, uid, gid, perm)
+/* create_owned_file_fh's handle (mortal): parents made, created, owned. */
+SV *ffxs_create_owned(pTHX_ SV *file, SV *uid, SV *gid, SV *perm);
+#define create_owned_handle(file, uid, gid, perm) ffxs_create_owned(aTHX_ file, uid, gid, perm)
 
 /* Croak "<formatted prefix><$! text>" with perl's " at FILE line N." (the
  * reference's die without "\n"), $! left at err. */

@@ -14,6 +14,7 @@
 #include "ff_tempfile.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -22,15 +23,60 @@
  * writes (and fails) inside print, a shorter one only at its flush. */
 #define FF_PERLIO_BUFSIZ 8192
 
-static int last_kind = -1;      /* for tests only: how the last file was made */
+static int last_kind = -1;
+
+/* A perl handle on fd, as sysopen with these flags makes one: its PerlIO
+ * (which finds the offset where our write left it; PerlIO_fdopen makes the
+ * fd inherited across exec only when it is one of $^F's), its IoTYPE. A glob
+ * reference, blessed into class unless NULL. NULL with errno when PerlIO
+ * cannot take the fd; it has then closed it, as perl's open does. */
+static SV *S_handle_of(pTHX_ int fd, int flags, const char *class)
+{
+    const char *mode;
+    char type;
+    PerlIO *f;
+    GV *gv;
+    IO *io;
+    SV *rv;
+
+    switch (flags & O_ACCMODE) {
+    case O_RDONLY:
+        mode = "r";
+        type = IoTYPE_RDONLY;
+        break;
+    case O_WRONLY:
+        mode = flags & O_APPEND ? "a" : "w";
+        type = flags & O_APPEND ? IoTYPE_APPEND : IoTYPE_WRONLY;
+        break;
+    default:
+        mode = flags & O_APPEND ? "a+" : "r+";
+        type = flags & O_APPEND ? IoTYPE_APPEND : IoTYPE_RDWR;
+        break;
+    }
+    f = PerlIO_fdopen(fd, mode);
+    if (!f)
+        return NULL;
+    gv = (GV *)newSV(0);
+    gv_init_pvn(gv, class ? gv_stashpv(class, GV_ADD) : PL_curstash, "__ANONIO__", 10, 0);
+    io = GvIOn(gv);
+    IoIFP(io) = f;
+    if (type != IoTYPE_RDONLY)
+        IoOFP(io) = f;
+    IoTYPE(io) = type;
+    rv = sv_2mortal(newRV_noinc((SV *)gv));
+    if (class)
+        sv_bless(rv, gv_stashpv(class, GV_ADD));
+    return rv;
+}
+#define handle_of(fd, flags, class) S_handle_of(aTHX_ fd, flags, class)      /* for tests only: how the last file was made */
 
 int ffxs_tempfile_kind(void)
 {
     return last_kind;
 }
 
-IV ffxs_tempfile_fd(pTHX_ SV *data, SV *perm, SV *dir, bool dir_given, SV *flags,
-                    bool allow_links)
+SV *ffxs_tempfile(pTHX_ SV *data, SV *perm, SV *dir, bool dir_given, SV *flags,
+                  bool allow_links)
 {
     const char *op = "tempfile_contents";
     struct ff_guard guard = { NULL, 0, FALSE, FALSE };
@@ -39,7 +85,8 @@ IV ffxs_tempfile_fd(pTHX_ SV *data, SV *perm, SV *dir, bool dir_given, SV *flags
     SV *dir_sv, *ors_sv = NULL;
     const char *buf, *ors = "";
     STRLEN len, ors_len = 0;
-    int fd = -1, err;
+    int fd = -1, err, open_flags;
+    SV *fh;
 
     ENTER;   /* closes fd on a croak (a warning's handler may die) */
     if (data) {
@@ -49,10 +96,11 @@ IV ffxs_tempfile_fd(pTHX_ SV *data, SV *perm, SV *dir, bool dir_given, SV *flags
             ors_sv = snapshot(PL_ors_sv);
     }
     dir_sv = path_arg(name_snapshot(dir), NULL);
+    open_flags = (int)SvIV(flags);
     SAVEDESTRUCTOR_X(ffxs_close_fd_at_leave, &fd);
     err = safe_path(dir_sv, "tempfile")
-              ? ff_tempfile_open(SvPVX(dir_sv), dir_given, (int)SvIV(flags), allow_links,
-                                 (mode_t)SvIV(perm), (long)dollar_pid(), &fd, &kind, &intr)
+              ? ff_tempfile_open(SvPVX(dir_sv), dir_given, open_flags, allow_links,
+                                 (mode_t)SvIV(perm), &fd, &kind, &intr)
               : ENOENT;
     if (err)
         croak_errno(err, "failed to create tempfile: ");
@@ -71,13 +119,13 @@ IV ffxs_tempfile_fd(pTHX_ SV *data, SV *perm, SV *dir, bool dir_given, SV *flags
                                                                 : "unable to flush to tempfile: ");
         }
     }
-    {
-        IV ret = fd;
-
-        fd = -1;            /* the caller's now */
-        LEAVE;
-        return ret;
-    }
+    fh = handle_of(fd, open_flags, "IO::File");
+    err = errno;
+    fd = -1;                /* PerlIO's now (closed by it if it failed) */
+    LEAVE;
+    if (!fh)
+        croak_errno(err, data ? "unable to write to tempfile: " : "failed to create tempfile: ");
+    return fh;
 }
 
 /* 1 when path is a directory, as perl's -d says (symlinks followed). */
@@ -131,7 +179,7 @@ static void S_croak_make_path(pTHX_ char *dir)
 }
 #define croak_make_path(dir) S_croak_make_path(aTHX_ dir)
 
-IV ffxs_create_owned_fd(pTHX_ SV *file, SV *uid, SV *gid, SV *perm)
+SV *ffxs_create_owned(pTHX_ SV *file, SV *uid, SV *gid, SV *perm)
 {
     const char *op = "create_owned_file_fh";
     struct ff_guard guard = { NULL, 0, FALSE, FALSE };
@@ -141,6 +189,7 @@ IV ffxs_create_owned_fd(pTHX_ SV *file, SV *uid, SV *gid, SV *perm)
     char *dir;
     int fd = -1, err, made, unlink_err;
     IV uid_n, gid_n;
+    SV *fh;
 
     ENTER;
     path = path_arg(name_snapshot(file), op);
@@ -189,11 +238,11 @@ IV ffxs_create_owned_fd(pTHX_ SV *file, SV *uid, SV *gid, SV *perm)
         croak_errno_at(err, "failed to change owner of '%" SVf "' to %" SVf ":%" SVf " - ",
                        SVfARG(path), SVfARG(uid), SVfARG(gid));
     }
-    {
-        IV ret = fd;
-
-        fd = -1;
-        LEAVE;
-        return ret;
-    }
+    fh = handle_of(fd, O_WRONLY, NULL);
+    err = errno;
+    fd = -1;
+    LEAVE;
+    if (!fh)
+        croak_errno(err, "unable to create file '%" SVf "' - ", SVfARG(path));
+    return fh;
 }
