@@ -20,11 +20,3 @@ void
 _create_owned_file_fh(SV *file, SV *uid, SV *gid, SV *perm)
   PPCODE:
     XPUSHs(create_owned_handle(file, uid, gid, perm));
-
-#  for tests: 0 O_TMPFILE, 1 memfd, 2 the named file, -1 none yet
-int
-_tempfile_kind()
-  CODE:
-    RETVAL = ffxs_tempfile_kind();
-  OUTPUT:
-    RETVAL

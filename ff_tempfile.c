@@ -55,7 +55,7 @@ static int open_named(const char *dir, int flags, mode_t perm, int *fd,
 }
 
 int ff_tempfile_open(const char *dir, int dir_given, int flags, int allow_links, mode_t perm,
-                     int *fd, enum ff_tempfile_kind *kind, const struct ff_eintr *intr)
+                     int *fd, const struct ff_eintr *intr)
 {
 #if FF_HAVE_O_TMPFILE
     int err;
@@ -63,14 +63,12 @@ int ff_tempfile_open(const char *dir, int dir_given, int flags, int allow_links,
 
     flags |= O_CLOEXEC | (allow_links ? 0 : O_EXCL);
 #if FF_HAVE_O_TMPFILE
-    *kind = FF_TEMPFILE_TMPFILE;
     FF_SYSCALL(err, intr, *fd = open(dir, flags | O_TMPFILE, perm));
     if (err != EOPNOTSUPP)
         return err;
     if (!dir_given) {
         /* nothing ever appears in a directory; the mode as the file would
          * have it (the umask aside: only /proc/<pid>/fd reaches it) */
-        *kind = FF_TEMPFILE_MEMFD;
         FF_SYSCALL(err, intr, *fd = ff_memfd_create("tempfile"));
         if (!err) {
             FF_SYSCALL(err, intr, fchmod(*fd, perm & 07777));
@@ -86,7 +84,6 @@ int ff_tempfile_open(const char *dir, int dir_given, int flags, int allow_links,
 #else
     (void)dir_given;
 #endif
-    *kind = FF_TEMPFILE_NAMED;
     return open_named(dir_given ? dir : "/tmp", flags, perm, fd, intr);
 }
 

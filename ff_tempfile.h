@@ -11,22 +11,16 @@
 #pragma GCC visibility push(hidden)   /* see ff_io.h */
 #endif
 
-/* How tempfile's file was made (for tests and the POD's promises). */
-enum ff_tempfile_kind {
-    FF_TEMPFILE_TMPFILE,    /* open(dir, O_TMPFILE): nameless from the start */
-    FF_TEMPFILE_MEMFD,      /* memfd_create: no dir given, O_TMPFILE unsupported */
-    FF_TEMPFILE_NAMED       /* <dir>/.tmpfile.<pid>, created and unlinked at once */
-};
-
 /* An unnamed file open with flags (O_RDWR, ...; O_EXCL unless allow_links)
  * and perm, as the reference's tempfile makes it: O_TMPFILE in dir; where
  * the filesystem does not support it (EOPNOTSUPP), a memfd when dir was not
  * the caller's (dir_given 0), else (and where memfd_create is missing) the
  * named file "<dir>/.tmpfile.<pid>" ("/tmp" for a dir not given), unlinked
  * at once. The portable build takes the named file. Returns 0 with *fd
- * (O_CLOEXEC) and *kind, or an errno. */
+ * (O_CLOEXEC), or an errno. (Which it made shows in /proc/self/fd: "#<ino>
+ * (deleted)", "/memfd:tempfile (deleted)", ".tmpfile.<pid> (deleted)".) */
 int ff_tempfile_open(const char *dir, int dir_given, int flags, int allow_links, mode_t perm,
-                     int *fd, enum ff_tempfile_kind *kind, const struct ff_eintr *intr);
+                     int *fd, const struct ff_eintr *intr);
 
 /* create_owned_file_fh's file: path created with O_WRONLY|O_CREAT|O_EXCL
  * and perm, then fchown(uid, gid) on the fd. *step says what failed:

@@ -21,9 +21,6 @@ SV *ffxs_tempfile(pTHX_ SV *data, SV *perm, SV *dir, bool dir_given, SV *flags,
 #define tempfile_handle(data, perm, dir, dir_given, flags, allow_links) \
     ffxs_tempfile(aTHX_ data, perm, dir, dir_given, flags, allow_links)
 
-/* How the last tempfile_fd made its file (enum ff_tempfile_kind): tests. */
-int ffxs_tempfile_kind(void);
-
 /* create_owned_file_fh's handle (mortal): parents made, created, owned. */
 SV *ffxs_create_owned(pTHX_ SV *file, SV *uid, SV *gid, SV *perm);
 #define create_owned_handle(file, uid, gid, perm) ffxs_create_owned(aTHX_ file, uid, gid, perm)

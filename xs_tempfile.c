@@ -23,8 +23,6 @@
  * writes (and fails) inside print, a shorter one only at its flush. */
 #define FF_PERLIO_BUFSIZ 8192
 
-static int last_kind = -1;
-
 /* A perl handle on fd, as sysopen with these flags makes one: its PerlIO
  * (which finds the offset where our write left it; PerlIO_fdopen makes the
  * fd inherited across exec only when it is one of $^F's), its IoTYPE. A glob
@@ -70,18 +68,12 @@ static SV *S_handle_of(pTHX_ int fd, int flags, const char *class)
 }
 #define handle_of(fd, flags, class) S_handle_of(aTHX_ fd, flags, class)      /* for tests only: how the last file was made */
 
-int ffxs_tempfile_kind(void)
-{
-    return last_kind;
-}
-
 SV *ffxs_tempfile(pTHX_ SV *data, SV *perm, SV *dir, bool dir_given, SV *flags,
                   bool allow_links)
 {
     const char *op = "tempfile_contents";
     struct ff_guard guard = { NULL, 0, FALSE, FALSE };
     struct ff_eintr intr = { ffxs_on_eintr, &guard };
-    enum ff_tempfile_kind kind;
     SV *dir_sv, *ors_sv = NULL;
     const char *buf, *ors = "";
     STRLEN len, ors_len = 0;
@@ -100,11 +92,10 @@ SV *ffxs_tempfile(pTHX_ SV *data, SV *perm, SV *dir, bool dir_given, SV *flags,
     SAVEDESTRUCTOR_X(ffxs_close_fd_at_leave, &fd);
     err = safe_path(dir_sv, "tempfile")
               ? ff_tempfile_open(SvPVX(dir_sv), dir_given, open_flags, allow_links,
-                                 (mode_t)SvIV(perm), &fd, &kind, &intr)
+                                 (mode_t)SvIV(perm), &fd, &intr)
               : ENOENT;
     if (err)
         croak_errno(err, "failed to create tempfile: ");
-    last_kind = (int)kind;
     if (data) {
         /* print's bytes, as file_set_contents writes them: wide characters
          * as UTF-8 with a warning, then $\; one write(2) (a writev with $\) */

@@ -15,7 +15,7 @@ BEGIN { setlocale(LC_ALL, 'C') }
 use Test::More;
 use Fcntl qw(O_RDWR O_WRONLY O_APPEND SEEK_SET);
 use lib 't/lib';
-use FFTest qw(tempdir slurp spew warnings_of in_child run_perl);
+use FFTest qw(tempdir slurp spew warnings_of in_child run_perl tempfile_kind);
 use Reference qw(ref_tempfile ref_tempfile_contents ref_create_owned_file_fh);
 use Counted;
 use FastFile qw(tempfile tempfile_contents create_owned_file_fh);
@@ -143,9 +143,9 @@ for my $case (@data) {
     is(ref $fh, 'IO::File', 'tempfile: an IO::File');
     is(mode_of($fh), mode_of($rfh), 'tempfile: default mode as the reference (0600 less the umask)');
     if (FastFile::_build_info()->{portable}) {
-        is(FastFile::_tempfile_kind(), 2, 'tempfile: the named file in the portable build');
+        is(tempfile_kind($fh), 'named', 'tempfile: the named file in the portable build');
     } else {
-        is(FastFile::_tempfile_kind(), 0, 'tempfile: O_TMPFILE where the directory supports it');
+        is(tempfile_kind($fh), 'O_TMPFILE', 'tempfile: O_TMPFILE where the directory supports it');
     }
     ok($fh->print("abc") && $fh->flush, 'tempfile: IO::File methods');
     is(-s $fh, 3, 'tempfile: written');

@@ -53,34 +53,34 @@ SKIP: {
     skip 'the portable build has no O_TMPFILE: always the named file', 10 if $portable;
     # no dir option: a memfd, nothing in any directory
     my $r = strace_call('my $fh = tempfile(0640); print {$fh} "data"; $fh->flush; seek $fh, 0, 0; '
-                        . 'die "read\n" if <$fh> ne "data"; FastFile::_tempfile_kind()',
+                        . 'die "read\n" if <$fh> ne "data"; FFTest::tempfile_kind($fh)',
                         paths => [$default_dir], inject => ['openat:error=EOPNOTSUPP:when=1'],
-                        setup => 'require IO::File');
+                        setup => 'require IO::File; use FFTest ()');
     ok($r->{ok}, 'EOPNOTSUPP, no dir: returns a handle that works') or diag($r->{err}, $r->{stderr});
     is($r->{injected}, 1, 'EOPNOTSUPP, no dir: injected');
-    is($r->{ret}, 1, 'EOPNOTSUPP, no dir: a memfd');
+    is($r->{ret}, 'memfd', 'EOPNOTSUPP, no dir: a memfd');
 
     # memfd_create missing too (before Linux 3.17): the reference's named
     # file in /tmp. -P would hide memfd_create (no path): the open of the
     # directory is found by its place among the opens of a first run
-    my $code = 'my $fh = tempfile(); FastFile::_tempfile_kind()';
-    $r = strace_call($code, trace => ['openat'], setup => 'require IO::File');
+    my $code = 'my $fh = tempfile(); FFTest::tempfile_kind($fh)';
+    $r = strace_call($code, trace => ['openat'], setup => 'require IO::File; use FFTest ()');
     my @opens = grep { /openat\(/ } split /\n/, $r->{log};
     my ($k) = grep { $opens[$_ - 1] =~ /"\Q$default_dir\E", [^)]*O_TMPFILE/ } 1 .. @opens;
-    $r = strace_call($code, trace => [qw(openat memfd_create)], setup => 'require IO::File',
+    $r = strace_call($code, trace => [qw(openat memfd_create)], setup => 'require IO::File; use FFTest ()',
                      inject => ['memfd_create:error=ENOSYS', "openat:error=EOPNOTSUPP:when=$k"]);
     ok($r->{ok}, 'EOPNOTSUPP, memfd ENOSYS: returns') or diag($r->{err}, $r->{stderr});
-    is($r->{ret}, 2, 'EOPNOTSUPP, memfd ENOSYS: the named file') or diag(show($r));
+    is($r->{ret}, 'named', 'EOPNOTSUPP, memfd ENOSYS: the named file') or diag(show($r));
     my ($named) = grep { $_->{args} =~ m{"/tmp/\.tmpfile\.\d+"} } calls_named($r, 'openat');
     like($named ? $named->{args} : '', qr/O_RDWR\|O_CREAT\|O_EXCL\|O_CLOEXEC, 0600/, 'EOPNOTSUPP, memfd ENOSYS: /tmp/.tmpfile.<pid>, exclusive');
     is(join(',', grep { /\A\.tmpfile\./ } entries('/tmp')), '', 'EOPNOTSUPP, memfd ENOSYS: nothing left in /tmp');
 
     # a dir option: the named file there, unlinked at once
-    $r = strace_call('my $fh = tempfile(undef, dir => $T); FastFile::_tempfile_kind()',
+    $r = strace_call('my $fh = tempfile(undef, dir => $T); FFTest::tempfile_kind($fh)',
                      target => $dir, paths => [$dir], inject => ['openat:error=EOPNOTSUPP:when=1'],
-                     setup => 'require IO::File');
+                     setup => 'require IO::File; use FFTest ()');
     ok($r->{ok}, 'EOPNOTSUPP, dir: returns') or diag($r->{err}, $r->{stderr});
-    is($r->{ret}, 2, 'EOPNOTSUPP, dir: the named file');
+    is($r->{ret}, 'named', 'EOPNOTSUPP, dir: the named file');
     is(join(',', entries($dir)), '', 'EOPNOTSUPP, dir: nothing left in the directory');
 }
 
@@ -170,7 +170,7 @@ is(join(',', entries($dir)), '', 'write failures: nothing left in the directory'
     ok(-e $file, 'the reference leaves the file (its bug: an intended difference)');
     unlink $file;
     ($got) = strace_call('create_owned_file_fh($T, 1234, 1234)', target => $file, trace => ['fchown'],
-                         inject => ['fchown:error=EPERM'], setup => 'require IO::File');
+                         inject => ['fchown:error=EPERM'], setup => 'require IO::File; use FFTest ()');
     ok(!-e $file, 'FastFile leaves no file');
 }
 
