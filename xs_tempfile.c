@@ -87,7 +87,16 @@ SV *ffxs_tempfile(pTHX_ SV *data, SV *perm, SV *dir, bool dir_given, SV *flags,
         if (PL_ors_sv && SvOK(PL_ors_sv))
             ors_sv = snapshot(PL_ors_sv);
     }
-    dir_sv = path_arg(name_snapshot(dir), NULL);
+    /* under -T, a tainted directory, perm or mode is refused, as the
+     * reference's sysopen refuses it */
+    SvGETMAGIC(dir);
+    dir_sv = path_arg(name_snapshot(dir), "tempfile");
+    SvGETMAGIC(perm);
+    SvGETMAGIC(flags);
+    if (SvTAINTED(perm) || SvTAINTED(flags)) {
+        TAINT;
+        taint_proper(NULL, "tempfile");
+    }
     open_flags = (int)SvIV(flags);
     SAVEDESTRUCTOR_X(ffxs_close_fd_at_leave, &fd);
     err = safe_path(dir_sv, "tempfile")
@@ -183,6 +192,7 @@ SV *ffxs_create_owned(pTHX_ SV *file, SV *uid, SV *gid, SV *perm)
     SV *fh;
 
     ENTER;
+    SvGETMAGIC(file);
     path = path_arg(name_snapshot(file), op);
     uid_n = SvIV(uid);
     gid_n = SvIV(gid);

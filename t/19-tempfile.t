@@ -247,4 +247,23 @@ SKIP: {
     is($rw, 1, 'the reference warns that it could not unlink');
 }
 
+# -T: a tainted directory, perm, mode or file name is refused, as the
+# reference's sysopen refuses it (the text names FastFile's function)
+{
+    my $code = 'use FastFile qw(:all); use Reference qw(ref_tempfile ref_create_owned_file_fh); '
+             . 'my $t = substr($ENV{PATH}, 0, 0); my ($d) = $ARGV[0] =~ /(.*)/s; '
+             . 'for my $c (sub { tempfile(undef, dir => "$t$d") }, sub { ref_tempfile(undef, dir => "$t$d") }, '
+             . 'sub { tempfile("${t}0600", dir => $d) }, sub { tempfile(undef, dir => $d, mode => "${t}2") }, '
+             . 'sub { tempfile_contents("x", undef, dir => "$t$d") }, '
+             . 'sub { create_owned_file_fh("$t$d/tainted", $<) }, sub { ref_create_owned_file_fh("$t$d/tainted", $<) }, '
+             . 'sub { tempfile_contents("$t data", undef, dir => $d) }) '
+             . '{ print eval { $c->(); 1 } ? "ok\n" : $@ =~ /^(Insecure dependency in \w+)/ ? "$1\n" : "other: $@" }';
+    my ($status, $out) = run_perl($code, switches => ["-T"], args => [$dir]);
+    diag($out) if $ENV{TEST_VERBOSE};
+    is($out, join('', map { "Insecure dependency in $_\n" } qw(tempfile sysopen tempfile tempfile tempfile
+                                                                create_owned_file_fh sysopen)) . "ok\n",
+       '-T: tainted arguments refused as the reference refuses them; tainted data written');
+    ok(!-e "$dir/tainted", '-T: nothing created');
+}
+
 done_testing();
