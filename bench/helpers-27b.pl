@@ -173,8 +173,9 @@ my $md = "## PVE::File's helpers (issue 27b)\n\n"
         $fs->unmount;
         $md .= "\ntempfile_contents on FUSE (t/fusefs, max_write 128 KiB; O_TMPFILE unsupported there,\n"
             . "so both make the named file `<dir>/.tmpfile.<pid>` and unlink it at once): WRITE requests\n"
-            . "per call. fastfs drops an unlinked file's data (no .fuse_hidden rename), so a write to\n"
-            . "it fails: a tempfile on FUSE is not a place either works; the count shows the attempt.\n\n"
+            . "per call. fastfs forgets an unlinked file (hard_remove: no .fuse_hidden rename), so the\n"
+            . "returned /proc path is stale for both (ESTALE): a tempfile on FUSE is not a place either\n"
+            . "works; the counts show what each sends.\n\n"
             . "| size | FastFile | reference |\n|---|---|---|\n" . join("\n", @fuse) . "\n";
     }
 }

@@ -131,6 +131,27 @@ is(join(',', entries($dir)), '', 'write failures: nothing left in the directory'
     is("@w", '65536 65436', 'short write: the rest written after it') or diag(show($r));
 }
 
+# a signal handler that dies while the data is written (EINTR + SIGALRM):
+# its die, the fd closed; one that returns: the write retried, all there
+{
+    my $r = strace_call("my \$n = $FDS; local \$SIG{ALRM} = sub { die \"timeout\\n\" }; "
+                        . "my \@r = eval { tempfile_contents(\$data, undef, dir => \$T) }; die \$@ . ' fds ' . ($FDS - \$n) . \"\\n\" if \$@; 1",
+                        target => $dir, trace => ['write'], inject => ['write:error=EINTR:signal=ALRM:when=1'],
+                        setup => 'require IO::File; my $data = "a" x 65536');
+    is($r->{err}, "timeout\n fds 0\n", 'write EINTR, SIGALRM handler dies: its die, no fd left');
+    $r = strace_call('our $k = 0; local $SIG{ALRM} = sub { $k++ }; my ($p, $fh) = tempfile_contents($data, undef, dir => $T); '
+                     . '(-s $p) . " $k"',
+                     target => $dir, trace => ['write'], inject => ['write:error=EINTR:signal=ALRM:when=1'],
+                     setup => 'require IO::File; my $data = "a" x 65536');
+    is($r->{ret}, '65536 1', 'write EINTR, SIGALRM handler returns: it ran once, the data all written');
+    spew("$dir/siglog", "a\nb\n");
+    $r = strace_call('local $SIG{ALRM} = sub { die "timeout\n" }; file_read_last_line($T)',
+                     target => "$dir/siglog", paths => ["$dir/siglog"], inject => ['pread64:error=EINTR:signal=ALRM:when=1']);
+    is($r->{err}, "timeout\n", 'file_read_last_line, pread EINTR, SIGALRM handler dies: its die');
+    unlink "$dir/siglog";
+}
+is(join(',', entries($dir)), '', 'signals: nothing left in the directory');
+
 # --------------------------------------------- file_read_last_line's errors
 
 {
