@@ -341,7 +341,7 @@ one that cannot seek to its end (F</proc>'s generated files, C<EINVAL>) dies
 C<sysseek failed>, a directory dies C<sysread failed - Is a directory> (or
 C<sysseek failed> where its filesystem cannot seek to a directory's end);
 a file shorter than its size says (sysfs: 4096) gives its real last line
-(see L</CAVEATS>).
+(see L</CAVEATS>). Exported on request and with C<:all>.
 
 =head2 tempfile
 
@@ -361,6 +361,7 @@ without a C<dir> option); FastFile does so with a C<dir> option, and without
 one makes a C<memfd_create> file, so nothing ever appears in a directory
 (the named file where C<memfd_create> is missing, before Linux 3.17). The
 portable build (L</SYSTEMS AND BUILDS>) always makes the named file.
+Exported on request and with C<:all>.
 
 =head2 tempfile_contents
 
@@ -374,7 +375,7 @@ C<utf8> category, never fatal; then C<$\>), written with one C<write(2)>
 whatever their size (one C<writev> with C<$\>), where the reference's
 C<print> makes one per 8 KiB. C<$fh> is at the end of the data: a later
 C<print> appends, C<seek($fh, 0, 0)> reads it back. C<$data> is read once
-(tied, overloaded).
+(tied, overloaded). Exported on request and with C<:all>.
 
 =head2 create_owned_file_fh
 
@@ -386,6 +387,7 @@ creates C<$file> with C<O_WRONLY|O_CREAT|O_EXCL> and C<$perm> (default
 C<0640>), sets its owner to C<$uid> and group C<$gid> (default C<-1>: left
 as it is) on the open file, and returns the write handle. If the owner
 cannot be set, the file is removed before it dies (see L</CAVEATS>).
+Exported on request and with C<:all>.
 
 =head2 atomic_writer
 
