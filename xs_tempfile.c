@@ -205,7 +205,11 @@ SV *ffxs_create_owned(pTHX_ SV *file, SV *uid, SV *gid, SV *perm)
 
         if (!d)
             croak_errno(ENOMEM, "unable to create file '%" SVf "' - ", SVfARG(path));
-        dir = savepv(d);
+        size_t len = strlen(d) + 1;
+
+        Newx(dir, len, char);       /* (Newx, not savepv: perl 5.20's inline.h
+                                     * warns when no allocation macro is used) */
+        Copy(d, dir, len, char);
         free(d);
         SAVEFREEPV(dir);
     }
