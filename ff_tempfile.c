@@ -21,13 +21,14 @@
 #define FF_HAVE_O_TMPFILE 0
 #endif
 
-/* memfd_create: glibc 2.27 declares it; older C libraries reach the syscall */
-#if FF_LINUX && FF_GLIBC_AT_LEAST(2, 27)
+/* memfd_create (only where O_TMPFILE is: its fallback): glibc 2.27
+ * declares it; older C libraries reach the syscall */
+#if FF_HAVE_O_TMPFILE && FF_GLIBC_AT_LEAST(2, 27)
 #include <sys/mman.h>
 #define ff_memfd_create(name) memfd_create(name, MFD_CLOEXEC)
-#elif FF_LINUX && defined(SYS_memfd_create)
+#elif FF_HAVE_O_TMPFILE && defined(SYS_memfd_create)
 #define ff_memfd_create(name) ((int)syscall(SYS_memfd_create, name, 1U /* MFD_CLOEXEC */))
-#else
+#elif FF_HAVE_O_TMPFILE
 static inline int ff_memfd_create(const char *name)
 {
     (void)name;
