@@ -25,12 +25,6 @@ SV *ffxs_tempfile(pTHX_ SV *data, SV *perm, SV *dir, bool dir_given, SV *flags,
 SV *ffxs_create_owned(pTHX_ SV *file, SV *uid, SV *gid, SV *perm);
 #define create_owned_handle(file, uid, gid, perm) ffxs_create_owned(aTHX_ file, uid, gid, perm)
 
-/* Croak "<formatted prefix><$! text>" with perl's " at FILE line N." (the
- * reference's die without "\n"), $! left at err. */
-void ffxs_croak_errno_at(pTHX_ int err, const char *fmt, ...)
-    __attribute__format__(__printf__, pTHX_2, pTHX_3) __attribute__noreturn__;
-#define croak_errno_at(err, ...) ffxs_croak_errno_at(aTHX_ err, __VA_ARGS__)
-
 /* Savestack destructor: closes *(int *)fdp unless it is -1. */
 void ffxs_close_fd_at_leave(pTHX_ void *fdp);
 

@@ -10,20 +10,6 @@
 #include "xs_helpers.h"
 #include "ff_tail.h"
 
-void ffxs_croak_errno_at(pTHX_ int err, const char *fmt, ...)
-{
-    SV *msg = sv_2mortal(newSVpvs(""));
-    va_list args;
-
-    va_start(args, fmt);
-    sv_vcatpvf(msg, fmt, &args);
-    va_end(args);
-    SETERRNO(err, 0);
-    sv_catsv(msg, get_sv("!", GV_ADD));
-    SETERRNO(err, 0);
-    croak("%" SVf, SVfARG(msg));
-}
-
 void ffxs_close_fd_at_leave(pTHX_ void *fdp)
 {
     int *fd = (int *)fdp;
