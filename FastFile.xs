@@ -13,6 +13,7 @@
 #include "xs_common.h"
 #include "xs_writer.h"
 #include "xs_batch.h"
+#include "xs_helpers.h"
 
 /* Returns 1 when the file was written, 0 when if_changed found it the same. */
 static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force)
@@ -448,3 +449,7 @@ _build_info()
 INCLUDE: Writer.xsh
 
 INCLUDE: Batch.xsh
+
+INCLUDE: Tail.xsh
+
+INCLUDE: Tempfile.xsh

@@ -19,18 +19,40 @@
 
 #include "xs_common.h"
 
-void ffxs_croak_errno(pTHX_ int err, const char *fmt, ...)
+/* "<formatted prefix><$! text>" for err, with "\n" or (without it, croak_sv
+ * adds perl's " at FILE line N."), mortal; $! is left at err. */
+static SV *S_errno_message(pTHX_ int err, bool newline, const char *fmt, va_list *args)
 {
     SV *msg = sv_2mortal(newSVpvs(""));
-    va_list args;
 
-    va_start(args, fmt);
-    sv_vcatpvf(msg, fmt, &args);
-    va_end(args);
+    sv_vcatpvf(msg, fmt, args);
     SETERRNO(err, 0);
     sv_catsv(msg, get_sv("!", GV_ADD));
-    sv_catpvs(msg, "\n");
+    if (newline)
+        sv_catpvs(msg, "\n");
     SETERRNO(err, 0);
+    return msg;
+}
+
+void ffxs_croak_errno(pTHX_ int err, const char *fmt, ...)
+{
+    va_list args;
+    SV *msg;
+
+    va_start(args, fmt);
+    msg = S_errno_message(aTHX_ err, TRUE, fmt, &args);
+    va_end(args);
+    croak_sv(msg);
+}
+
+void ffxs_croak_errno_at(pTHX_ int err, const char *fmt, ...)
+{
+    va_list args;
+    SV *msg;
+
+    va_start(args, fmt);
+    msg = S_errno_message(aTHX_ err, FALSE, fmt, &args);
+    va_end(args);
     croak_sv(msg);
 }
 

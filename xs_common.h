@@ -25,6 +25,12 @@ void ffxs_croak_errno(pTHX_ int err, const char *fmt, ...)
     __attribute__format__(__printf__, pTHX_2, pTHX_3) __attribute__noreturn__;
 #define croak_errno(err, ...) ffxs_croak_errno(aTHX_ err, __VA_ARGS__)
 
+/* The same without the "\n": perl's " at FILE line N." follows, as after a
+ * reference's die without one. */
+void ffxs_croak_errno_at(pTHX_ int err, const char *fmt, ...)
+    __attribute__format__(__printf__, pTHX_2, pTHX_3) __attribute__noreturn__;
+#define croak_errno_at(err, ...) ffxs_croak_errno_at(aTHX_ err, __VA_ARGS__)
+
 /* Croak for the step of a that failed with err, naming the temp file or the
  * target as the reference does. */
 void ffxs_croak_step(pTHX_ const struct ff_atomic *a, int err, SV *path)

@@ -9,6 +9,8 @@ use Exporter 5.57 'import';
 our @EXPORT      = qw(file_set_contents);
 our @EXPORT_OK   = qw(file_set_contents file_set_contents_many file_get_contents
                       file_read_firstline atomic_writer);
+# PVE::File's helpers (issue 27b)
+push @EXPORT_OK, qw(file_read_last_line tempfile tempfile_contents create_owned_file_fh);
 our %EXPORT_TAGS = (all => \@EXPORT_OK);
 
 require XSLoader;
@@ -16,6 +18,41 @@ XSLoader::load('FastFile', $VERSION);
 
 # the streaming writer: FastFile::Writer->new(@_)
 sub atomic_writer { require FastFile::Writer; FastFile::Writer->new(@_) }
+
+# ---- PVE::File's tempfile, tempfile_contents, create_owned_file_fh: the
+# arguments taken as the reference takes them, the file made in C (one
+# write(2) of the data), the fd made into the reference's handle here.
+
+# tempfile's directory and flags: $opts{dir}, else /run/user/<uid>, /run for
+# root, /tmp; $opts{mode} (default O_RDWR: 2, Linux's, Fcntl not loaded)
+sub _tempfile_args {
+    my ($perm, $opts) = @_;
+    my $given = defined $opts->{dir};
+    my $dir = $given ? $opts->{dir}
+            : -d "/run/user/$<" ? "/run/user/$<"
+            : $< == 0 ? '/run' : '/tmp';
+    return ($perm // 0600, $dir, $given, $opts->{mode} // 2, $opts->{allow_links} ? 1 : 0);
+}
+
+sub tempfile {
+    my ($perm, %opts) = @_;
+    require IO::File;                  # the handle's class
+    return _tempfile(_tempfile_args($perm, \%opts));
+}
+
+sub tempfile_contents {
+    my (undef, $perm, %opts) = @_;     # the data is read once, by the XSUB
+    require IO::File;
+    my $fh = _tempfile_contents($_[0], _tempfile_args($perm, \%opts));
+    return ("/proc/$$/fd/" . fileno($fh), $fh);
+}
+
+sub create_owned_file_fh {
+    my ($file, $uid, $gid, $perm) = @_;
+    $gid = -1 if @_ < 3;               # the reference's signature defaults
+    $perm = 0640 if @_ < 4;
+    return _create_owned_file_fh($file, $uid, $gid, $perm);
+}
 
 1;
 
@@ -295,6 +332,74 @@ C<readline>'s. C<$!> is left as the reference's C<readline> leaves it: 0 when
 the read reached the end of the file, C<ENOTTY> (from its C<open>) when the
 record ended before. Reads one 8 KiB block (more only for a longer line).
 Extra arguments are ignored. Exported on request.
+
+=head2 file_read_last_line
+
+  my $line = file_read_last_line($file);
+
+PVE::File's C<file_read_last_line> (C<PVE::UPID> reads a task log's status
+with it): the last line of C<$file> without its newline. One newline at the
+very end of the file is not where the last line starts: C<"one\ntwo\n">
+gives C<'two'>, C<"\n"> and C<"a\n\n"> give C<''>, a file without a newline
+gives all of it, C<"x\r\ny\r\n"> gives C<"y\r">; an empty file C<''>; a file
+that does not exist C<undef>. Bytes, not decoded.
+
+It costs C<open>, C<lseek> to the end, one C<pread> of the last 64 KiB and
+C<close>, whatever the file's size (a 100 MiB log: one read); a longer last
+line doubles the block read until it starts in it. The reference reads 4 KiB
+blocks backwards, a seek and a read each. The end is where C<lseek> says, as
+in the reference: a file whose size reads 0 (some of F</proc>) gives C<''>,
+one that cannot seek to its end (F</proc>'s generated files, C<EINVAL>) dies
+C<sysseek failed>, a directory dies C<sysread failed - Is a directory> (or
+C<sysseek failed> where its filesystem cannot seek to a directory's end);
+a file shorter than its size says (sysfs: 4096) gives its real last line
+(see L</CAVEATS>). Exported on request and with C<:all>.
+
+=head2 tempfile
+
+  my $fh = tempfile($perm, %opts);
+
+PVE::File's C<tempfile>: an unnamed file, open, as an C<IO::File>
+(C<print>, C<flush>, C<seek>, C<fileno>, C<close> and the other methods
+work as on the reference's). C<$perm> defaults to C<0600> (the umask
+filters it). It is made with C<O_TMPFILE> in C<< $opts{dir} >>, else
+F</run/user/E<lt>uidE<gt>> if that is a directory, else F</run> for root,
+else F</tmp>; C<< $opts{mode} >> gives the open flags (default C<O_RDWR>;
+the handle reads, writes or appends as C<sysopen> with those flags would
+make it), C<O_EXCL> unless C<< $opts{allow_links} >>. Where the filesystem
+does not support C<O_TMPFILE> (C<EOPNOTSUPP>) the reference creates
+F<E<lt>dirE<gt>/.tmpfile.E<lt>pidE<gt>> and unlinks it at once (in F</tmp>
+without a C<dir> option); FastFile does so with a C<dir> option, and without
+one makes a C<memfd_create> file, so nothing ever appears in a directory
+(the named file where C<memfd_create> is missing, before Linux 3.17). The
+portable build (L</SYSTEMS AND BUILDS>) always makes the named file.
+Exported on request and with C<:all>.
+
+=head2 tempfile_contents
+
+  my ($path, $fh) = tempfile_contents($data, $perm, %opts);
+
+PVE::File's C<tempfile_contents>: a L</tempfile> holding C<$data>, for
+another program to read through C<$path>, C<"/proc/$$/fd/N"> (valid while
+C<$fh> is open). The bytes are those C<print> writes on a handle without
+layers (wide characters as UTF-8, with a C<Wide character> warning in the
+C<utf8> category, never fatal; then C<$\>), written with one C<write(2)>
+whatever their size (one C<writev> with C<$\>), where the reference's
+C<print> makes one per 8 KiB. C<$fh> is at the end of the data: a later
+C<print> appends, C<seek($fh, 0, 0)> reads it back. C<$data> is read once
+(tied, overloaded). Exported on request and with C<:all>.
+
+=head2 create_owned_file_fh
+
+  my $fh = create_owned_file_fh($file, $uid, $gid, $perm);
+
+PVE::File's C<create_owned_file_fh> (task logs): makes the missing parent
+directories (as C<File::Path::make_path>, mode C<0777> less the umask),
+creates C<$file> with C<O_WRONLY|O_CREAT|O_EXCL> and C<$perm> (default
+C<0640>), sets its owner to C<$uid> and group C<$gid> (default C<-1>: left
+as it is) on the open file, and returns the write handle. If the owner
+cannot be set, the file is removed before it dies (see L</CAVEATS>).
+Exported on request and with C<:all>.
 
 =head2 atomic_writer
 
@@ -583,8 +688,8 @@ limit). Pass a larger C<$max> if the file may be that big.
 
 =item C<file 'FILENAME' exists but open for reading failed - $!>
 
-C<file_read_firstline> could not open an existing file (C<EACCES>). Make it
-readable for the user that reads.
+C<file_read_firstline> or C<file_read_last_line> could not open an existing
+file (C<EACCES>). Make it readable for the user that reads.
 
 =item C<file_set_contents_many: replaced 'A', 'B', then close (rename) atomic file 'FILENAME' failed: $!>
 
@@ -635,6 +740,45 @@ reference of pairs and, if any, a hash reference of options.
 The batch found no memory for its bookkeeping (C<ENOMEM>). Write fewer files
 per call.
 
+=item C<sysseek failed - $! at ...>, C<sysread failed - $! at ...>
+
+C<file_read_last_line> could not seek to the end of the file (C<EINVAL>: a
+file of F</proc> generated on reading, or a directory on a filesystem that
+cannot seek in one) or read it (C<EISDIR>: a directory; C<EIO>). The
+reference's texts. Read such files with C<file_get_contents>.
+
+=item C<failed to create tempfile: $!>
+
+C<tempfile> or C<tempfile_contents> could not make the file: the directory
+is missing (C<ENOENT>), not a directory (C<ENOTDIR>), not writable
+(C<EACCES>), or the process is out of descriptors (C<EMFILE>). Give a
+C<dir> that exists and is writable, or close descriptors.
+
+=item C<unable to write to tempfile: $!>, C<unable to flush to tempfile: $!>
+
+C<tempfile_contents> could not write the data (C<ENOSPC>, C<EFBIG>,
+C<EIO>); the file is closed, nothing is left. The reference's texts: "write"
+for data of 8 KiB or more (its C<print> fails), "flush" for less (its
+C<flush> fails). Free space in the directory, or give another C<dir>.
+
+=item C<unable to create file 'FILE' - $!>
+
+C<create_owned_file_fh> could not create C<FILE>: it exists already
+(C<EEXIST>: the handle is only ever for a new file), or the directory is
+not writable (C<EACCES>).
+
+=item C<mkdir DIR: $! at ...>
+
+C<create_owned_file_fh> could not make the parent directory C<DIR> (the
+level that failed, as C<File::Path::make_path> names it; C<File exists>: a
+file is in the way). Create it, or remove what is in the way.
+
+=item C<failed to change owner of 'FILE' to UID:GID - $! at ...>
+
+C<create_owned_file_fh> could not set the new file's owner (C<EPERM>: only
+root may give a file away); the file has been removed. Run as root, or pass
+your own uid.
+
 =item C<FastFile: a process forked by a signal handler may not go on with the write of process N>
 
 =item C<FastFile: a process forked by a signal handler may not go on with the read of process N>
@@ -667,6 +811,11 @@ warnings come from its own scope. The texts name FastFile's functions where
 the reference's name C<print> or C<open>.
 
 =over 4
+
+=item C<failed to unlink 'FILE' after failing to set owner: $!>
+
+C<create_owned_file_fh> set no owner and could not remove the file it had
+created; it dies after this warning. Remove C<FILE> by hand.
 
 =item C<Wide character in file_set_contents> (category C<utf8>)
 
@@ -766,6 +915,22 @@ C<fdatasync>, C<O_PATH>, C<acl> and C<statx>, each 1 or 0.
 =head1 CAVEATS
 
 =over 4
+
+=item *
+
+PVE::File's helpers, intended differences: C<file_read_last_line> gives a
+sysfs file's real last line (the reference reads at the size the file
+claims, 4096, and returns C<''>); it retries C<EINTR>. C<tempfile> without
+a C<dir> option makes a C<memfd_create> file where the directory refuses
+C<O_TMPFILE> (the reference names a file in F</tmp> for a moment); the
+memfd's mode is C<$perm> without the umask (only the owner and root can
+open F</proc/E<lt>pidE<gt>/fd>), and it is always open for reading and
+writing, whatever C<< $opts{mode} >>. C<tempfile_contents> writes its data
+with one C<write(2)> (the reference: one per 8 KiB), and its warnings
+follow FastFile's scope (they are on) and say C<tempfile_contents>, not
+C<print>. C<create_owned_file_fh> removes the file when setting its owner
+fails (the reference passes its handle to C<unlink>, which removes
+nothing, and warns); it does not load C<File::Path>.
 
 =item *
 

@@ -32,7 +32,7 @@ use POSIX ();
 our @ISA = ('Exporter');
 our @EXPORT_OK = qw(tempdir slurp spew temps_in state_of check_error which errno_text inc_args
                     run_perl in_child exit_child warnings_of no_warnings strace_why strace_call strace_calls calls_named io_calls ncpu
-                    full_testing c_compilers);
+                    full_testing c_compilers tempfile_kind);
 
 our $PID = 4242;    # the $$ traced children pretend to have
 
@@ -506,6 +506,17 @@ sub strace_calls {
                      log => '', injected => 0, calls => [] };
     }
     return \@res;
+}
+
+# How FastFile's tempfile made the file behind $fh, from /proc/self/fd:
+# 'O_TMPFILE' ("<dir>/#<ino> (deleted)"), 'memfd', 'named' (the
+# reference's "<dir>/.tmpfile.<pid>", unlinked), or the link itself.
+sub tempfile_kind {
+    my ($fh) = @_;
+    my $link = readlink('/proc/self/fd/' . fileno($fh)) // "readlink: $!";
+    return $link =~ m{\A/memfd:} ? 'memfd'
+         : $link =~ m{/\.tmpfile\.\d+ \(deleted\)\z} ? 'named'
+         : $link =~ m{/#\d+ \(deleted\)\z} ? 'O_TMPFILE' : $link;
 }
 
 # Removes a directory tree when it goes out of scope.

@@ -16,6 +16,9 @@ package Reference;
 #   facts of those versions (which calls, which buffer sizes), not their code.
 # - ref_get_contents: the reference reader, an 8 KiB sysread loop;
 #   ref_read_firstline: <$fh> and chomp.
+# - ref_read_last_line, ref_tempfile, ref_tempfile_contents,
+#   ref_create_owned_file_fh: PVE::File's helpers (pve-common 9.2) from the
+#   contract's facts (section "PVE::File's other helpers"), bugs included.
 
 use strict;
 use warnings;
@@ -23,10 +26,12 @@ use warnings;
 use Errno ();
 use Exporter 'import';
 use Fcntl qw(O_WRONLY O_CREAT O_EXCL);
+use Fcntl ();
 use IO::File ();
 
 our @EXPORT_OK = qw(ref_file_set_contents ref_bytes print_era syswrite_era
-                    ref_get_contents ref_read_firstline);
+                    ref_get_contents ref_read_firstline
+                    ref_read_last_line ref_tempfile ref_tempfile_contents ref_create_owned_file_fh);
 
 # ref_bytes($data, $force_utf8): the bytes that would be written.
 #   - $force_utf8: perl's lax utf8 encoding of a copy (utf8::encode), which is
@@ -191,6 +196,100 @@ sub ref_read_firstline {
     chomp $res if $res;
     close $fh;
     return $res;
+}
+
+# ------------------------------------------------ PVE::File's other helpers
+
+# O_TMPFILE, which Fcntl does not export: Linux's (__O_TMPFILE | O_DIRECTORY)
+sub O_TMPFILE () { 020000000 | Fcntl::O_DIRECTORY() }
+
+# file_read_last_line: seek to the end, then 4096-byte blocks backwards,
+# each prepended, until the bytes before the file's last byte hold a
+# newline. The sysfs bug: a file shorter than the size its seek reports
+# reads as ''.
+sub ref_read_last_line {
+    my ($file) = @_;
+    my $fh = IO::File->new($file, '<');
+    if (!$fh) {
+        return undef if $! == Errno::ENOENT();
+        die "file '$file' exists but open for reading failed - $!\n";
+    }
+    my $size = sysseek($fh, 0, Fcntl::SEEK_END()) // die "sysseek failed - $!";
+    return '' if !$size;
+    my ($buf, $pos) = ('', $size);
+    while ($pos > 0) {
+        my $n = $pos < 4096 ? $pos : 4096;
+        $pos -= $n;
+        sysseek($fh, $pos, Fcntl::SEEK_SET()) // die "sysseek failed - $!";
+        my $block;
+        defined sysread($fh, $block, $n) or die "sysread failed - $!";
+        return '' if length $block < $n;          # the claimed size: sysfs
+        $buf = $block . $buf;
+        my $nl = rindex($buf, "\n", length($buf) - 2);
+        return substr($buf, $nl + 1, length($buf) - $nl - 1 - ($buf =~ /\n\z/ ? 1 : 0))
+            if $nl >= 0 && length($buf) >= 2;
+    }
+    $buf =~ s/\n\z//;
+    return $buf;
+}
+
+# tempfile: O_TMPFILE in $opts{dir}, /run/user/<uid>, /run for root or
+# /tmp; on EOPNOTSUPP "<dir>/.tmpfile.<pid>" (/tmp without a dir option),
+# created and unlinked. An IO::File.
+sub ref_tempfile {
+    my ($perm, %opts) = @_;
+    $perm //= 0600;
+    my $dir = $opts{dir} // (-d "/run/user/$<" ? "/run/user/$<" : $< == 0 ? '/run' : '/tmp');
+    my $mode = $opts{mode} // Fcntl::O_RDWR();
+    $mode |= O_EXCL if !$opts{allow_links};
+    my $fh = IO::File->new($dir, $mode | O_TMPFILE, $perm);
+    if (!$fh && $! == Errno::EOPNOTSUPP()) {
+        my $path = ($opts{dir} // '/tmp') . "/.tmpfile.$$";
+        $fh = IO::File->new($path, $mode | O_CREAT | O_EXCL, $perm);
+        unlink $path if $fh;
+    }
+    die "failed to create tempfile: $!\n" if !$fh;
+    return $fh;
+}
+
+# tempfile_contents: print (PerlIO: 8 KiB writes, wide characters as UTF-8
+# with a warning, $\ appended), flush; the handle closed before a die.
+sub ref_tempfile_contents {
+    my ($data, $perm, %opts) = @_;
+    my $fh = ref_tempfile($perm, %opts);
+    if (!print {$fh} $data) {
+        my $err = $!;
+        close $fh;
+        die "unable to write to tempfile: $err\n";
+    }
+    if (!$fh->flush) {
+        my $err = $!;
+        close $fh;
+        die "unable to flush to tempfile: $err\n";
+    }
+    return ("/proc/$$/fd/" . $fh->fileno, $fh);
+}
+
+# create_owned_file_fh: make_path of the parent, exclusive create, chown on
+# the handle; the bug: the cleanup unlinks the handle (its name as a
+# string), so the file stays, with a warning.
+sub ref_create_owned_file_fh {
+    my ($file, $uid, $gid, $perm) = @_;
+    $gid = -1 if @_ < 3;
+    $perm = 0640 if @_ < 4;
+    require File::Basename;
+    require File::Path;
+    File::Path::make_path(File::Basename::dirname($file));
+    sysopen(my $fh, $file, O_WRONLY | O_CREAT | O_EXCL, $perm)
+        or die "unable to create file '$file' - $!\n";
+    if (!chown($uid, $gid, $fh)) {
+        my $err = $!;
+        no warnings 'misc';     # (unlink of a handle: its string)
+        unlink($fh) or warn "failed to unlink '$file' after failing to set owner: $!\n";
+        $! = $err;
+        die "failed to change owner of '$file' to $uid:$gid - $err";
+    }
+    return $fh;
 }
 
 1;

@@ -1,0 +1,114 @@
+/* ff_tail.c - file_read_last_line's reads (ff_tail.h). The reference reads
+ * 4 KiB blocks backwards, each with a seek and a read; here one pread(2) of
+ * FF_TAIL_BLOCK bytes finds the last line of a log, and a longer line doubles
+ * the block until it starts in it. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE             /* memrchr */
+#endif
+
+#include "ff_tail.h"
+#include "ff_syscall.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/types.h>
+
+/* pread(2) until len bytes are in or end of file; *got < len means EOF. */
+static int pread_full(int fd, char *buf, size_t len, off_t off, size_t *got,
+                      const struct ff_eintr *intr)
+{
+    *got = 0;
+    while (*got < len) {
+        ssize_t n;
+        int err;
+
+        FF_SYSCALL(err, intr, n = pread(fd, buf + *got, len - *got, off + (off_t)*got));
+        if (err)
+            return err;
+        if (n == 0)
+            break;
+        *got += (size_t)n;
+    }
+    return 0;
+}
+
+/* The last '\n' in buf[0..len), or NULL (memrchr is a GNU extension). */
+static const char *last_newline(const char *buf, size_t len)
+{
+#if defined(__GLIBC__)
+    return (const char *)memrchr(buf, '\n', len);
+#else
+    while (len > 0)
+        if (buf[--len] == '\n')
+            return buf + len;
+    return NULL;
+#endif
+}
+
+int ff_read_last_line(int fd, struct ff_tail *t, const struct ff_eintr *intr)
+{
+    off_t end, off;
+    size_t want, scan_end = 0;
+    int err;
+
+    t->buf = NULL;
+    t->len = t->line = t->line_len = 0;
+    t->step = FF_TAIL_SEEK;
+    /* the end as the reference's sysseek finds it (EINVAL where the file
+     * cannot seek to its end: /proc's generated files, some directories) */
+    end = lseek(fd, 0, SEEK_END);
+    if (end < 0)
+        return errno;
+    t->step = FF_TAIL_READ;
+    off = end;
+    want = FF_TAIL_BLOCK;
+    while (off > 0) {
+        size_t have = t->len, got;
+        off_t from = off > (off_t)want ? off - (off_t)want : 0;
+        size_t n = (size_t)(off - from);
+        const char *nl;
+
+        t->buf = t->grow(t->ctx, have + n);
+        if (!t->buf)
+            return ENOMEM;
+        memmove(t->buf + n, t->buf, have);      /* the new bytes go before */
+        err = pread_full(fd, t->buf, n, from, &got, intr);
+        if (err)
+            return err;
+        if (got < n) {
+            /* the file ends before the size the seek said (sysfs says 4096
+             * whatever it holds; a file cut meanwhile): what was read is its
+             * end, and nothing read after it counts */
+            if (got == 0) {
+                t->len = 0;
+                off = from;
+                continue;
+            }
+            have = 0;
+            n = got;
+        }
+        t->len = have + n;
+        if (!have) {
+            /* the first bytes read hold the file's end: one newline there
+             * is not where the last line starts */
+            scan_end = n;
+            if (t->buf[n - 1] == '\n')
+                scan_end--;
+            nl = last_newline(t->buf, scan_end);
+        } else {
+            scan_end += n;
+            nl = last_newline(t->buf, n);       /* the bytes after had none */
+        }
+        if (nl) {
+            t->line = (size_t)(nl - t->buf) + 1;
+            t->line_len = scan_end - t->line;
+            return 0;
+        }
+        off = from;
+        want = t->len;                           /* doubling */
+    }
+    t->line = 0;                                 /* no newline: the whole file */
+    t->line_len = scan_end;
+    return 0;
+}

@@ -1,0 +1,111 @@
+/* ff_tempfile.c - tempfile's nameless file and create_owned_file_fh's
+ * owned one (ff_tempfile.h). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE             /* O_TMPFILE, memfd_create */
+#endif
+
+#include "ff_tempfile.h"
+#include "ff_syscall.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#if FF_LINUX && defined(O_TMPFILE)
+#define FF_HAVE_O_TMPFILE 1
+#else
+#define FF_HAVE_O_TMPFILE 0
+#endif
+
+/* memfd_create (only where O_TMPFILE is: its fallback): glibc 2.27
+ * declares it; older C libraries reach the syscall */
+#if FF_HAVE_O_TMPFILE && FF_GLIBC_AT_LEAST(2, 27)
+#include <sys/mman.h>
+#define ff_memfd_create(name) memfd_create(name, MFD_CLOEXEC)
+#elif FF_HAVE_O_TMPFILE && defined(SYS_memfd_create)
+#define ff_memfd_create(name) ((int)syscall(SYS_memfd_create, name, 1U /* MFD_CLOEXEC */))
+#elif FF_HAVE_O_TMPFILE
+static inline int ff_memfd_create(const char *name)
+{
+    (void)name;
+    errno = ENOSYS;
+    return -1;
+}
+#endif
+
+/* The reference's fallback: <dir>/.tmpfile.<pid>, exclusive, unlinked at once. */
+static int open_named(const char *dir, int flags, mode_t perm, int *fd,
+                      const struct ff_eintr *intr)
+{
+    size_t len = strlen(dir) + sizeof("/.tmpfile.") + 3 * sizeof(long);
+    char *path = malloc(len);
+    int err;
+
+    if (!path)
+        return ENOMEM;
+    snprintf(path, len, "%s/.tmpfile.%ld", dir, (long)getpid());
+    FF_SYSCALL(err, intr, *fd = open(path, flags | O_CREAT | O_EXCL, perm));
+    if (!err)
+        (void)unlink(path);         /* as the reference: its result unchecked */
+    free(path);
+    return err;
+}
+
+int ff_tempfile_open(const char *dir, int dir_given, int flags, int allow_links, mode_t perm,
+                     int *fd, const struct ff_eintr *intr)
+{
+#if FF_HAVE_O_TMPFILE
+    int err;
+#endif
+
+    flags |= O_CLOEXEC | (allow_links ? 0 : O_EXCL);
+#if FF_HAVE_O_TMPFILE
+    FF_SYSCALL(err, intr, *fd = open(dir, flags | O_TMPFILE, perm));
+    if (err != EOPNOTSUPP)
+        return err;
+    if (!dir_given) {
+        /* nothing ever appears in a directory; the mode as the file would
+         * have it (the umask aside: only /proc/<pid>/fd reaches it) */
+        FF_SYSCALL(err, intr, *fd = ff_memfd_create("tempfile"));
+        if (!err) {
+            FF_SYSCALL(err, intr, fchmod(*fd, perm & 07777));
+            if (err) {
+                close(*fd);
+                *fd = -1;
+            }
+            return err;
+        }
+        if (err != ENOSYS && err != EINVAL)     /* missing, or refused its flag */
+            return err;
+    }
+#else
+    (void)dir_given;
+#endif
+    return open_named(dir_given ? dir : "/tmp", flags, perm, fd, intr);
+}
+
+int ff_create_owned(const char *path, uid_t uid, gid_t gid, mode_t perm, int *fd,
+                    enum ff_step *step, int *unlink_err, const struct ff_eintr *intr)
+{
+    int err;
+
+    *step = FF_STEP_OPEN;
+    *unlink_err = 0;
+    FF_SYSCALL(err, intr, *fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, perm));
+    if (err)
+        return err;
+    *step = FF_STEP_OWNER;
+    FF_SYSCALL(err, intr, fchown(*fd, uid, gid));
+    if (err) {
+        /* the reference passes its handle to unlink, which removes nothing */
+        close(*fd);
+        *fd = -1;
+        if (unlink(path) < 0)
+            *unlink_err = errno;
+    }
+    return err;
+}

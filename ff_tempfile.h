@@ -1,0 +1,38 @@
+/* ff_tempfile.h - the files tempfile and create_owned_file_fh open,
+ * without perl. Defined in ff_tempfile.c. */
+#ifndef FF_TEMPFILE_H
+#define FF_TEMPFILE_H
+
+#include <sys/types.h>
+
+#include "ff_io.h"
+
+#if defined(__GNUC__) && __GNUC__ >= 4
+#pragma GCC visibility push(hidden)   /* see ff_io.h */
+#endif
+
+/* An unnamed file open with flags (O_RDWR, ...; O_EXCL unless allow_links)
+ * and perm, as the reference's tempfile makes it: O_TMPFILE in dir; where
+ * the filesystem does not support it (EOPNOTSUPP), a memfd when dir was not
+ * the caller's (dir_given 0), else (and where memfd_create is missing) the
+ * named file "<dir>/.tmpfile.<pid>" ("/tmp" for a dir not given), unlinked
+ * at once. The portable build takes the named file. Returns 0 with *fd
+ * (O_CLOEXEC), or an errno. (Which it made shows in /proc/self/fd: "#<ino>
+ * (deleted)", "/memfd:tempfile (deleted)", ".tmpfile.<pid> (deleted)".) */
+int ff_tempfile_open(const char *dir, int dir_given, int flags, int allow_links, mode_t perm,
+                     int *fd, const struct ff_eintr *intr);
+
+/* create_owned_file_fh's file: path created with O_WRONLY|O_CREAT|O_EXCL
+ * and perm, then fchown(uid, gid) on the fd. *step says what failed:
+ * FF_STEP_OPEN or FF_STEP_OWNER; after a failed fchown the file is closed
+ * and removed (by name: it was ours alone since its exclusive create), and
+ * *unlink_err holds unlink's errno (0: removed). Returns 0 with *fd, or
+ * the errno of *step. */
+int ff_create_owned(const char *path, uid_t uid, gid_t gid, mode_t perm, int *fd,
+                    enum ff_step *step, int *unlink_err, const struct ff_eintr *intr);
+
+#if defined(__GNUC__) && __GNUC__ >= 4
+#pragma GCC visibility pop
+#endif
+
+#endif

@@ -1,0 +1,269 @@
+use strict;
+use warnings;
+
+# tempfile, tempfile_contents and create_owned_file_fh against the
+# reference models (t/lib/Reference.pm), case by case: the bytes other
+# programs read through the returned /proc path, the handle (class, what
+# print, seek, read, fileno, close do), modes, options, warnings, die texts.
+# Their syscalls are in t/26-helpers-syscalls.t, injected faults in
+# t/86-helpers-faults.t.
+
+BEGIN { $ENV{LC_ALL} = 'C'; delete $ENV{LANGUAGE} }
+use POSIX qw(setlocale LC_ALL);
+BEGIN { setlocale(LC_ALL, 'C') }
+
+use Test::More;
+use Fcntl qw(O_RDWR O_WRONLY O_APPEND SEEK_SET);
+use lib 't/lib';
+use FFTest qw(tempdir slurp spew warnings_of in_child run_perl tempfile_kind);
+use Reference qw(ref_tempfile ref_tempfile_contents ref_create_owned_file_fh);
+use Counted;
+use FastFile qw(tempfile tempfile_contents create_owned_file_fh);
+
+my $dir = tempdir();
+my $GID = (split ' ', $()[0];
+my $n = 0;
+
+sub entries { my ($d) = @_; opendir my $dh, $d or die "$d: $!"; return sort grep { !/\A\.\.?\z/ } readdir $dh }
+
+# what a call gives: its values, die text (location cut), warnings (their
+# category's first words, texts differ: the reference's says "print")
+sub outcome {
+    my ($code) = @_;
+    my (@v, @w);
+    my $ok = do {
+        local $SIG{__WARN__} = sub { push @w, $_[0] };
+        eval { @v = $code->(); 1 };
+    };
+    my $err = $@;
+    $err =~ s/ at \S+ line \d+(?:, <\w+> \w+ \d+)?\.\n\z/ at LOCATION/ if !$ok;
+    s/ in (?:print|tempfile_contents) at .*\z//s for @w;
+    s/ \$data\z// for @w;     # the reference's names its variable
+    return { ok => $ok ? 1 : 0, v => \@v, err => $ok ? undef : $err, warnings => \@w };
+}
+
+sub mode_of { return sprintf '%04o', (stat $_[0])[2] & 07777 }
+
+# ------------------------------------------------------ tempfile_contents
+
+my @data = (
+    [ 'empty',            '' ],
+    [ 'a line',           "key: value\n" ],
+    [ '1 KiB',            'k' x 1024 ],
+    [ '8191 bytes',       'b' x 8191 ],
+    [ '8192 bytes',       'b' x 8192 ],
+    [ '64 KiB',           join('', map { chr($_ % 256) } 0 .. 65535) ],
+    [ '1 MiB',            'm' x (1 << 20) ],
+    [ 'Latin-1',          "caf\xe9\n" ],
+    [ 'upgraded Latin-1', do { my $s = "caf\xe9\n"; utf8::upgrade($s); $s } ],
+    [ 'wide characters',  "smile \x{263a} caf\x{e9}\n" ],
+    [ 'a number',         42.5 ],
+    [ 'undef',            undef ],
+);
+for my $case (@data) {
+    my ($label, $data) = @$case;
+    my $got = outcome(sub { tempfile_contents($data) });
+    my $ref = outcome(sub { ref_tempfile_contents($data) });
+    ok($got->{ok} && $ref->{ok}, "$label: both return") or diag($got->{err}, $ref->{err});
+    my ($path, $fh) = @{ $got->{v} };
+    my ($rpath, $rfh) = @{ $ref->{v} };
+    is(ref $fh, 'IO::File', "$label: an IO::File");
+    is($path, "/proc/$$/fd/" . fileno($fh), "$label: /proc/<pid>/fd/<fileno>");
+    is(slurp($path), slurp($rpath), "$label: the same bytes through the path as the reference");
+    is_deeply($got->{warnings}, $ref->{warnings}, "$label: the same warnings (@{ $ref->{warnings} })");
+    is(mode_of($fh), mode_of($rfh), "$label: the same mode");
+    is(tell($fh), tell($rfh), "$label: the handle is at the end of the data");
+    ok(print({$fh} 'more') && $fh->flush, "$label: print and flush");
+    print {$rfh} 'more';
+    $rfh->flush;
+    seek($fh, 0, SEEK_SET);
+    seek($rfh, 0, SEEK_SET);
+    my ($a, $b) = do { local $/; (scalar <$fh>, scalar <$rfh>) };
+    is($a, $b, "$label: seek and read give the data, then what was printed");
+    ok(close($fh), "$label: close");
+    ok(!-e $path, "$label: the path is gone once closed");
+}
+
+# $\ (perl -l): print appends it
+{
+    local $\ = "\n";
+    my ($path, $fh) = tempfile_contents('abc');
+    my ($rpath, $rfh) = ref_tempfile_contents('abc');
+    is(slurp($path), slurp($rpath), '$\\: appended as print appends it');
+    is(slurp($path), "abc\n", '$\\: abc\n');
+}
+{
+    my ($status, $out) = run_perl('use FastFile qw(tempfile_contents); my ($p, $fh) = tempfile_contents("x"); '
+                                  . 'open my $f, "<", $p or die; local $/; print <$f>', switches => ['-l']);
+    is($out, "x\n\n", 'perl -l: the separator written after the data (then print\'s own)');
+}
+
+# FATAL warnings in the caller do not abort (the reference's come from its scope)
+{
+    use warnings FATAL => 'all';
+    my $got = outcome(sub { tempfile_contents("\x{263a}") });
+    ok($got->{ok}, 'FATAL warnings: wide characters written, not died') or diag($got->{err});
+    is_deeply($got->{warnings}, ['Wide character'], 'FATAL warnings: ... and warned');
+}
+{
+    no warnings;
+    my $got = outcome(sub { tempfile_contents("\x{263a}") });
+    my $ref = outcome(sub { ref_tempfile_contents("\x{263a}") });
+    is_deeply($got->{warnings}, ['Wide character'], "no warnings in the caller: warned, from the module's scope");
+    is_deeply($got->{warnings}, $ref->{warnings}, '... as the reference warns from its own');
+}
+
+# magic data: read once
+{
+    tie my $t, 'Counted', "tied\n";
+    my ($path, $fh) = tempfile_contents($t);
+    is(slurp($path), "tied\n", 'tied data: written');
+    is(tied($t)->{n}, 1, 'tied data: one FETCH');
+    my $o = Str->new(s => "overloaded\n");
+    ($path, $fh) = tempfile_contents($o);
+    is(slurp($path), "overloaded\n", 'overloaded data: written');
+    is($o->{n}, 1, 'overloaded data: stringified once');
+    my $d = Str->new(s => 'x', die => "no string\n");
+    my $fds = () = entries("/proc/$$/fd");
+    my $got = outcome(sub { tempfile_contents($d) });
+    is($got->{err}, "no string\n", 'data whose stringification dies: that die');
+    is(scalar(() = entries("/proc/$$/fd")), $fds, '... and no fd left open');
+    my $w = 0;
+    local $SIG{__WARN__} = sub { $w++; die "handler died\n" };
+    $got = eval { tempfile_contents("\x{263a}"); 1 } ? 'returned' : $@;
+    is($got, "handler died\n", 'a __WARN__ handler that dies: its die');
+    is(scalar(() = entries("/proc/$$/fd")), $fds, '... and no fd left open');
+}
+
+# ---------------------------------------------------------------- tempfile
+
+{
+    my $fh = tempfile();
+    my $rfh = ref_tempfile();
+    is(ref $fh, 'IO::File', 'tempfile: an IO::File');
+    is(mode_of($fh), mode_of($rfh), 'tempfile: default mode as the reference (0600 less the umask)');
+    if (FastFile::_build_info()->{portable}) {
+        is(tempfile_kind($fh), 'named', 'tempfile: the named file in the portable build');
+    } else {
+        is(tempfile_kind($fh), 'O_TMPFILE', 'tempfile: O_TMPFILE where the directory supports it');
+    }
+    ok($fh->print("abc") && $fh->flush, 'tempfile: IO::File methods');
+    is(-s $fh, 3, 'tempfile: written');
+    ok($fh->seek(0, 0), 'tempfile: seek');
+    is($fh->getline, 'abc', 'tempfile: getline');
+    ok($fh->opened && $fh->fileno > 2, 'tempfile: opened, fileno');
+    ok($fh->close, 'tempfile: close');
+}
+for my $case ([ 'perm 0644', [0644] ], [ 'perm 0', [0] ], [ 'dir', [undef, dir => $dir] ],
+              [ 'dir, allow_links', [undef, dir => $dir, allow_links => 1] ],
+              [ 'O_WRONLY', [undef, dir => $dir, mode => O_WRONLY] ],
+              [ 'O_RDWR|O_APPEND', [undef, dir => $dir, mode => O_RDWR | O_APPEND] ]) {
+    my ($label, $args) = @$case;
+    my $got = outcome(sub { tempfile(@$args) });
+    my $ref = outcome(sub { ref_tempfile(@$args) });
+    ok($got->{ok} && $ref->{ok}, "$label: both return") or next;
+    my ($fh, $rfh) = ($got->{v}[0], $ref->{v}[0]);
+    is(mode_of($fh), mode_of($rfh), "$label: the same mode");
+    is(join(',', entries($dir)), '', "$label: nothing in the directory");
+    ok(print({$fh} 'data') && $fh->flush, "$label: print");
+    print {$rfh} 'data';
+    $rfh->flush;
+    no warnings 'io';    # reading a write-only handle
+    my ($r1, $r2) = map { seek($_, 0, 0); my $b; my $r = read($_, $b, 10); defined $r ? $b : 'failed' } $fh, $rfh;
+    is($r1, $r2, "$label: reading back as the reference ($r2)");
+    print {$fh} 'x';
+    print {$rfh} 'x';
+    $fh->flush;
+    $rfh->flush;
+    is(-s $fh, -s $rfh, "$label: print after seek lands where the reference's does");
+}
+for my $case ([ 'missing dir', "$dir/none" ], [ 'a file as dir', do { spew("$dir/file", ''); "$dir/file" } ]) {
+    my ($label, $d) = @$case;
+    my $got = outcome(sub { tempfile(undef, dir => $d) });
+    my $ref = outcome(sub { ref_tempfile(undef, dir => $d) });
+    ok(!$got->{ok}, "$label: dies");
+    is($got->{err}, $ref->{err}, "$label: as the reference ($ref->{err})");
+}
+unlink "$dir/file";
+
+# ---------------------------------------------------- create_owned_file_fh
+
+{
+    my $file = "$dir/a/b/c/owned";
+    my $got = outcome(sub { create_owned_file_fh($file, $<, $GID) });
+    ok($got->{ok}, 'create_owned_file_fh: returns') or diag($got->{err});
+    my $fh = $got->{v}[0];
+    is(ref $fh, 'GLOB', 'a handle, as sysopen makes it');
+    ok(-f $file, 'the file, and its parents, made');
+    my $rfile = "$dir/r/b/c/owned";
+    my $rfh = ref_create_owned_file_fh($rfile, $<, $GID);
+    is(mode_of($file), mode_of($rfile), 'mode as the reference (0640 less the umask)');
+    is(mode_of("$dir/a/b"), mode_of("$dir/r/b"), 'parents mode as the reference');
+    ok(print({$fh} "log\n") && close($fh), 'print and close');
+    is(slurp($file), "log\n", 'written through the handle');
+    my $again = outcome(sub { create_owned_file_fh($file, $<) });
+    my $ragain = outcome(sub { ref_create_owned_file_fh($rfile, $<) });
+    (my $rerr = $ragain->{err} // '') =~ s/\Q$rfile\E/$file/;
+    is($again->{err}, "unable to create file '$file' - File exists\n", 'exists: the reference text');
+    is($again->{err}, $rerr, 'exists: same as the reference');
+    $got = outcome(sub { create_owned_file_fh("$dir/p", $<, -1, 0600) });
+    is(mode_of("$dir/p"), '0600', 'perm');
+    $got = outcome(sub { create_owned_file_fh("$file/x/y", $<) });
+    my $ref = outcome(sub { ref_create_owned_file_fh("$file/x/y", $<) });
+    is($got->{err}, "mkdir $file: File exists at LOCATION", 'parent under a file: make_path\'s text');
+    is($got->{err}, $ref->{err}, 'parent under a file: same as the reference');
+    $got = outcome(sub { create_owned_file_fh("$file/y", $<) });
+    $ref = outcome(sub { ref_create_owned_file_fh("$file/y", $<) });
+    is($got->{err}, "mkdir $file: File exists at LOCATION", 'parent is a file: make_path\'s text');
+    is($got->{err}, $ref->{err}, 'parent is a file: same as the reference');
+    $got = outcome(sub { create_owned_file_fh("/proc/none/x/y", $<) });
+    $ref = outcome(sub { ref_create_owned_file_fh("/proc/none/x/y", $<) });
+    is($got->{err}, $ref->{err}, "parent that cannot be made: same as the reference ($ref->{err})");
+}
+
+# a failed fchown: the reference leaves the file (and warns); FastFile removes it
+SKIP: {
+    mkdir "$dir/pub";
+    chmod 01777, "$dir/pub";
+    chmod 0711, $dir;
+    my $file = "$dir/pub/chown-fails";
+    my $res = in_child(sub {
+        my $got = outcome(sub { create_owned_file_fh($file, 0, 0) });
+        my $left = -e $file ? 'left' : 'gone';
+        my $ref = outcome(sub { ref_create_owned_file_fh("$file.ref", 0, 0) });
+        my $rleft = -e "$file.ref" ? 'left' : 'gone';
+        return join '|', $got->{err} // 'ok', $left, scalar @{ $got->{warnings} },
+                         $ref->{err} // 'ok', $rleft, scalar @{ $ref->{warnings} };
+    }, $> == 0 ? (65534, 65534) : ());
+    skip "cannot run as nobody: $res", 6 if $res =~ /^died/;
+    my ($err, $left, $w, $rerr, $rleft, $rw) = $res =~ /^ok (.*)\z/s ? split /\|/, $1 : ();
+    is($err, "failed to change owner of '$file' to 0:0 - Operation not permitted at LOCATION",
+       'fchown fails: the reference text');
+    (my $want = $rerr // '') =~ s/\.ref//;
+    is($err, $want, 'fchown fails: same text as the reference');
+    is($left, 'gone', 'fchown fails: the file removed');
+    is($w, 0, 'fchown fails: no warning');
+    is($rleft, 'left', 'the reference leaves its file (its bug)');
+    is($rw, 1, 'the reference warns that it could not unlink');
+}
+
+# -T: a tainted directory, perm, mode or file name is refused, as the
+# reference's sysopen refuses it (the text names FastFile's function)
+{
+    my $code = 'use FastFile qw(:all); use Reference qw(ref_tempfile ref_create_owned_file_fh); '
+             . 'my $t = substr($ENV{PATH}, 0, 0); my ($d) = $ARGV[0] =~ /(.*)/s; '
+             . 'for my $c (sub { tempfile(undef, dir => "$t$d") }, sub { ref_tempfile(undef, dir => "$t$d") }, '
+             . 'sub { tempfile("${t}0600", dir => $d) }, sub { tempfile(undef, dir => $d, mode => "${t}2") }, '
+             . 'sub { tempfile_contents("x", undef, dir => "$t$d") }, '
+             . 'sub { create_owned_file_fh("$t$d/tainted", $<) }, sub { ref_create_owned_file_fh("$t$d/tainted", $<) }, '
+             . 'sub { tempfile_contents("$t data", undef, dir => $d) }) '
+             . '{ print eval { $c->(); 1 } ? "ok\n" : $@ =~ /^(Insecure dependency in \w+)/ ? "$1\n" : "other: $@" }';
+    my ($status, $out) = run_perl($code, switches => ["-T"], args => [$dir]);
+    diag($out) if $ENV{TEST_VERBOSE};
+    is($out, join('', map { "Insecure dependency in $_\n" } qw(tempfile sysopen tempfile tempfile tempfile
+                                                                create_owned_file_fh sysopen)) . "ok\n",
+       '-T: tainted arguments refused as the reference refuses them; tainted data written');
+    ok(!-e "$dir/tainted", '-T: nothing created');
+}
+
+done_testing();

@@ -1,0 +1,213 @@
+use strict;
+use warnings;
+
+# PVE::File's helpers when the kernel says no (faults injected with strace
+# -e inject, limited by path or syscall): the reference's texts (compared
+# with the model in t/lib/Reference.pm under the same fault), nothing left
+# behind, no fd leaked; tempfile's fallbacks where O_TMPFILE is unsupported
+# (a memfd without a dir option, else the named file); fd exhaustion.
+
+BEGIN { $ENV{LC_ALL} = 'C'; delete $ENV{LANGUAGE} }
+use POSIX qw(setlocale LC_ALL);
+BEGIN { setlocale(LC_ALL, 'C') }
+
+use Test::More;
+use lib 't/lib';
+use FFTest qw(tempdir spew strace_why strace_call strace_calls calls_named run_perl full_testing);
+use Errno ();
+use FastFile ();
+
+my $why = strace_why();
+plan skip_all => $why if $why;
+
+my $dir = tempdir();
+my $portable = FastFile::_build_info()->{portable};
+my $default_dir = -d "/run/user/$<" ? "/run/user/$<" : $< == 0 ? '/run' : '/tmp';
+
+sub show { my ($r) = @_; return join '', map { "  $_->{line}\n" } @{ $r->{calls} } }
+sub entries { my ($d) = @_; opendir my $dh, $d or die "$d: $!"; return sort grep { !/\A\.\.?\z/ } readdir $dh }
+sub cut { my ($e) = @_; $e //= ''; $e =~ s/ at \S+ line \d+\.\n\z/ at LOCATION/; return $e }
+
+# the child's open fds after the code (a leak shows as one more)
+my $FDS = 'do { opendir my $__d, "/proc/self/fd"; my $__n = () = readdir $__d; closedir $__d; $__n }';
+
+# the same code with FastFile and with the model, under the same faults:
+# [ FastFile's result, the model's ]
+sub both {
+    my ($code, %o) = @_;
+    my $setup = join '; ', 'use Reference (); require IO::File', $o{setup} // ();
+    return map { strace_call($_, %o, setup => $setup) } both_code($code);
+}
+
+# the code, and the same calling the model
+sub both_code {
+    my ($code) = @_;
+    (my $ref = $code) =~ s/\b(file_read_last_line|tempfile_contents|tempfile|create_owned_file_fh)\(/Reference::ref_$1(/g;
+    $ref =~ s/ref_file_read_last_line/ref_read_last_line/g;
+    return ($code, $ref);
+}
+
+# ----------------------------------------------- tempfile's fallbacks
+
+SKIP: {
+    skip 'the portable build has no O_TMPFILE: always the named file', 10 if $portable;
+    # no dir option: a memfd, nothing in any directory
+    my $r = strace_call('my $fh = tempfile(0640); print {$fh} "data"; $fh->flush; seek $fh, 0, 0; '
+                        . 'die "read\n" if <$fh> ne "data"; FFTest::tempfile_kind($fh)',
+                        paths => [$default_dir], inject => ['openat:error=EOPNOTSUPP:when=1'],
+                        setup => 'require IO::File; use FFTest ()');
+    ok($r->{ok}, 'EOPNOTSUPP, no dir: returns a handle that works') or diag($r->{err}, $r->{stderr});
+    is($r->{injected}, 1, 'EOPNOTSUPP, no dir: injected');
+    is($r->{ret}, 'memfd', 'EOPNOTSUPP, no dir: a memfd');
+
+    # memfd_create missing too (before Linux 3.17): the reference's named
+    # file in /tmp. -P would hide memfd_create (no path): the open of the
+    # directory is found by its place among the opens of a first run
+    my $code = 'my $fh = tempfile(); FFTest::tempfile_kind($fh)';
+    $r = strace_call($code, trace => ['openat'], setup => 'require IO::File; use FFTest ()');
+    my @opens = grep { /openat\(/ } split /\n/, $r->{log};
+    my ($k) = grep { $opens[$_ - 1] =~ /"\Q$default_dir\E", [^)]*O_TMPFILE/ } 1 .. @opens;
+    $r = strace_call($code, trace => [qw(openat memfd_create)], setup => 'require IO::File; use FFTest ()',
+                     inject => ['memfd_create:error=ENOSYS', "openat:error=EOPNOTSUPP:when=$k"]);
+    ok($r->{ok}, 'EOPNOTSUPP, memfd ENOSYS: returns') or diag($r->{err}, $r->{stderr});
+    is($r->{ret}, 'named', 'EOPNOTSUPP, memfd ENOSYS: the named file') or diag(show($r));
+    my ($named) = grep { $_->{args} =~ m{"/tmp/\.tmpfile\.\d+"} } calls_named($r, 'openat');
+    like($named ? $named->{args} : '', qr/O_RDWR\|O_CREAT\|O_EXCL\|O_CLOEXEC, 0600/, 'EOPNOTSUPP, memfd ENOSYS: /tmp/.tmpfile.<pid>, exclusive');
+    is(join(',', grep { /\A\.tmpfile\./ } entries('/tmp')), '', 'EOPNOTSUPP, memfd ENOSYS: nothing left in /tmp');
+
+    # a dir option: the named file there, unlinked at once
+    $r = strace_call('my $fh = tempfile(undef, dir => $T); FFTest::tempfile_kind($fh)',
+                     target => $dir, paths => [$dir], inject => ['openat:error=EOPNOTSUPP:when=1'],
+                     setup => 'require IO::File; use FFTest ()');
+    ok($r->{ok}, 'EOPNOTSUPP, dir: returns') or diag($r->{err}, $r->{stderr});
+    is($r->{ret}, 'named', 'EOPNOTSUPP, dir: the named file');
+    is(join(',', entries($dir)), '', 'EOPNOTSUPP, dir: nothing left in the directory');
+}
+
+# other open failures: no fallback, the reference's text
+for my $e ($portable ? () : qw(EACCES ENOSPC EMFILE)) {    # (portable: the named open, another path)
+    my ($got, $ref) = both('tempfile(undef, dir => $T)', target => $dir, paths => [$dir],
+                           inject => ["openat:error=$e:when=1"]);
+    ok(!$got->{ok} && $got->{injected}, "tempfile, open $e: dies");
+    is($got->{err}, $ref->{err}, "tempfile, open $e: as the reference ($ref->{err})");
+}
+
+# ------------------------------------- tempfile_contents' write failures
+
+# (every errno at every size when testing in full, FFTest::full_testing)
+# PerlIO's 8 KiB buffer decides the reference's text: shorter data fails at
+# its flush, longer inside print; the handle closed, no fd left
+{
+    my (@cases, @specs);
+    for my $case ([ '1 KiB', 1024, 'flush' ], [ '8191 bytes', 8191, 'flush' ], [ '8 KiB', 8192, 'write' ],
+                  [ '64 KiB', 65536, 'write' ]) {
+        for my $e (full_testing() ? qw(ENOSPC EIO EFBIG) : $case->[1] == 8192 ? qw(ENOSPC EIO) : 'ENOSPC') {
+            push @cases, [ @$case, $e ];
+            push @specs, map { { code => $_, target => $dir, trace => ['write'], inject => ["write:error=$e:when=1"],
+                                 setup => "use Reference (); require IO::File; my \$data = 'w' x $case->[1]" } }
+                both_code("my \$n = $FDS; my \@r = eval { tempfile_contents(\$data, undef, dir => \$T) }; "
+                          . "die \$@ . ' fds ' . ($FDS - \$n) . \"\\n\" if \$@; 1");
+        }
+    }
+    my $res = strace_calls(\@specs);
+    for my $i (0 .. $#cases) {
+        my ($label, $size, $what, $e) = @{ $cases[$i] };
+        my ($got, $ref) = @{$res}[ 2 * $i, 2 * $i + 1 ];
+        my $text = "unable to $what to tempfile: " . do { local $! = Errno->can($e)->(); "$!" } . "\n";
+        is($got->{err}, "$text fds 0\n", "$label, write $e: '$what' text, no fd left");
+        is($got->{err}, $ref->{err}, "$label, write $e: as the reference");
+    }
+}
+is(join(',', entries($dir)), '', 'write failures: nothing left in the directory');
+
+# a short write (strace's retval= skips the call: 100 bytes said, none
+# written): the rest is written from where it said it stopped
+{
+    my $r = strace_call('my ($p, $fh) = tempfile_contents($data, undef, dir => $T); -s $p',
+                        target => $dir, trace => ['write'], inject => ['write:retval=100:when=1'],
+                        setup => 'require IO::File; my $data = "s" x 65536');
+    ok($r->{ok}, 'short write: succeeded') or diag($r->{err});
+    my @w = map { ($_->{args} =~ /, (\d+)\z/)[0] } calls_named($r, 'write');
+    is("@w", '65536 65436', 'short write: the rest written after it') or diag(show($r));
+}
+
+# a signal handler that dies while the data is written (EINTR + SIGALRM):
+# its die, the fd closed; one that returns: the write retried, all there
+{
+    my $r = strace_call("my \$n = $FDS; local \$SIG{ALRM} = sub { die \"timeout\\n\" }; "
+                        . "my \@r = eval { tempfile_contents(\$data, undef, dir => \$T) }; die \$@ . ' fds ' . ($FDS - \$n) . \"\\n\" if \$@; 1",
+                        target => $dir, trace => ['write'], inject => ['write:error=EINTR:signal=ALRM:when=1'],
+                        setup => 'require IO::File; my $data = "a" x 65536');
+    is($r->{err}, "timeout\n fds 0\n", 'write EINTR, SIGALRM handler dies: its die, no fd left');
+    $r = strace_call('our $k = 0; local $SIG{ALRM} = sub { $k++ }; my ($p, $fh) = tempfile_contents($data, undef, dir => $T); '
+                     . '(-s $p) . " $k"',
+                     target => $dir, trace => ['write'], inject => ['write:error=EINTR:signal=ALRM:when=1'],
+                     setup => 'require IO::File; my $data = "a" x 65536');
+    is($r->{ret}, '65536 1', 'write EINTR, SIGALRM handler returns: it ran once, the data all written');
+    spew("$dir/siglog", "a\nb\n");
+    $r = strace_call('local $SIG{ALRM} = sub { die "timeout\n" }; file_read_last_line($T)',
+                     target => "$dir/siglog", paths => ["$dir/siglog"], inject => ['pread64:error=EINTR:signal=ALRM:when=1']);
+    is($r->{err}, "timeout\n", 'file_read_last_line, pread EINTR, SIGALRM handler dies: its die');
+    unlink "$dir/siglog";
+}
+is(join(',', entries($dir)), '', 'signals: nothing left in the directory');
+
+# --------------------------------------------- file_read_last_line's errors
+
+{
+    my $file = "$dir/log";
+    spew($file, "a\nb\n" x 10);
+    for my $case ([ 'lseek EINVAL', 'lseek:error=EINVAL', 'sysseek failed - Invalid argument at LOCATION' ],
+                  [ 'lseek EIO', 'lseek:error=EIO', 'sysseek failed - Input/output error at LOCATION' ],
+                  [ 'read EIO', 'read:error=EIO;pread64:error=EIO', 'sysread failed - Input/output error at LOCATION' ],
+                  [ 'open EACCES', 'openat:error=EACCES', "file '$file' exists but open for reading failed - Permission denied\n" ],
+                  [ 'open ENOENT', 'openat:error=ENOENT', '' ]) {
+        my ($label, $inject, $want) = @$case;
+        my @inject = split /;/, $inject;
+        my ($got, $ref) = both('my $l = file_read_last_line($T); defined $l ? $l : "undef"', target => $file,
+                               paths => [$file], inject => \@inject);
+        is(cut($got->{err}), $want, "last line, $label: the reference's text");
+        is(cut($got->{err}), cut($ref->{err}), "last line, $label: same as the reference");
+        is($got->{ret}, 'undef', "last line, $label: undef") if $label eq 'open ENOENT';
+    }
+    # EINTR is retried (the reference would die)
+    my $r = strace_call('file_read_last_line($T)', target => $file, paths => [$file],
+                        inject => ['pread64:error=EINTR:when=1']);
+    is($r->{ret}, 'b', 'last line, pread EINTR: retried');
+}
+
+# --------------------------------------- create_owned_file_fh's fchown
+
+{
+    my $file = "$dir/owned";
+    my ($got, $ref) = both('create_owned_file_fh($T, 1234, 1234)', target => $file, trace => ['fchown', 'fchown32'],
+                           inject => ['fchown:error=EPERM']);
+    is(cut($got->{err}), "failed to change owner of '$file' to 1234:1234 - Operation not permitted at LOCATION",
+       'fchown EPERM: the reference text');
+    is(cut($got->{err}), cut($ref->{err}), 'fchown EPERM: same as the reference');
+    is_deeply($got->{warnings}, [], 'fchown EPERM: FastFile removed the file: no warning');
+    like($ref->{warnings}[0] // '', qr/\Afailed to unlink '\Q$file\E' after failing to set owner: No such file or directory\n\z/,
+         'the reference warns that its unlink (of the handle) failed');
+    ok(-e $file, 'the reference leaves the file (its bug: an intended difference)');
+    unlink $file;
+    ($got) = strace_call('create_owned_file_fh($T, 1234, 1234)', target => $file, trace => ['fchown'],
+                         inject => ['fchown:error=EPERM'], setup => 'require IO::File; use FFTest ()');
+    ok(!-e $file, 'FastFile leaves no file');
+}
+
+# ----------------------------------------------------------- fd exhaustion
+
+{
+    my $code = 'use FastFile qw(tempfile tempfile_contents create_owned_file_fh); require IO::File; my @h; '
+             . 'while (open my $h, "<", "/dev/null") { push @h, $h } '
+             . 'for my $c (sub { tempfile(undef, dir => $ARGV[0]) }, sub { tempfile_contents("x", undef, dir => $ARGV[0]) }, '
+             . 'sub { create_owned_file_fh("$ARGV[0]/f", $<) }) { eval { $c->() }; print $@ } '
+             . 'pop @h; my ($p, $fh) = tempfile_contents("ok", undef, dir => $ARGV[0]); print -s $p, "\n"';
+    my ($status, $out) = run_perl($code, args => [$dir], ulimit_n => 32);
+    is($out, "failed to create tempfile: Too many open files\n" x 2
+             . "unable to create file '$dir/f' - Too many open files\n2\n",
+       'ulimit -n: the open fails with the reference\'s texts, and works again with one fd free');
+    ok(!-e "$dir/f", 'ulimit -n: no file made');
+}
+
+done_testing();

@@ -1,0 +1,253 @@
+/* xs_tempfile.c - the perl side of tempfile, tempfile_contents and
+ * create_owned_file_fh (XSUBs in Tempfile.xsh, files opened in
+ * ff_tempfile.c). Each returns an fd that lib/FastFile.pm turns into the
+ * reference's handle (open "&="), so PerlIO finds the file's offset where
+ * the data written here ended. */
+#define PERL_NO_GET_CONTEXT
+#include "EXTERN.h"
+#include "perl.h"
+#include "XSUB.h"
+#include "ppport.h"
+
+#include "xs_common.h"
+#include "xs_helpers.h"
+#include "ff_tempfile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* PerlIO's buffer: the reference's print of data this long or longer
+ * writes (and fails) inside print, a shorter one only at its flush. */
+#define FF_PERLIO_BUFSIZ 8192
+
+/* A perl handle on fd, as sysopen with these flags makes one: its PerlIO
+ * (which finds the offset where our write left it; PerlIO_fdopen makes the
+ * fd inherited across exec only when it is one of $^F's), its IoTYPE. A glob
+ * reference, blessed into class unless NULL. NULL with errno when PerlIO
+ * cannot take the fd; it has then closed it, as perl's open does. */
+static SV *S_handle_of(pTHX_ int fd, int flags, const char *class)
+{
+    const char *mode;
+    char type;
+    PerlIO *f;
+    GV *gv;
+    IO *io;
+    SV *rv;
+
+    switch (flags & O_ACCMODE) {
+    case O_RDONLY:
+        mode = "r";
+        type = IoTYPE_RDONLY;
+        break;
+    case O_WRONLY:
+        mode = flags & O_APPEND ? "a" : "w";
+        type = flags & O_APPEND ? IoTYPE_APPEND : IoTYPE_WRONLY;
+        break;
+    default:
+        mode = flags & O_APPEND ? "a+" : "r+";
+        type = flags & O_APPEND ? IoTYPE_APPEND : IoTYPE_RDWR;
+        break;
+    }
+    f = PerlIO_fdopen(fd, mode);
+    if (!f)
+        return NULL;
+    gv = (GV *)newSV(0);
+    gv_init_pvn(gv, class ? gv_stashpv(class, GV_ADD) : PL_curstash, "__ANONIO__", 10, 0);
+    io = GvIOn(gv);
+    IoIFP(io) = f;
+    if (type != IoTYPE_RDONLY)
+        IoOFP(io) = f;
+    IoTYPE(io) = type;
+    rv = sv_2mortal(newRV_noinc((SV *)gv));
+    if (class)
+        sv_bless(rv, gv_stashpv(class, GV_ADD));
+    return rv;
+}
+#define handle_of(fd, flags, class) S_handle_of(aTHX_ fd, flags, class)      /* for tests only: how the last file was made */
+
+SV *ffxs_tempfile(pTHX_ SV *data, SV *perm, SV *dir, bool dir_given, SV *flags,
+                  bool allow_links)
+{
+    const char *op = "tempfile_contents";
+    struct ff_guard guard = { NULL, 0, FALSE, FALSE };
+    struct ff_eintr intr = { ffxs_on_eintr, &guard };
+    SV *dir_sv, *ors_sv = NULL;
+    const char *buf, *ors = "";
+    STRLEN len, ors_len = 0;
+    int fd = -1, err, open_flags;
+    SV *fh;
+
+    ENTER;   /* closes fd on a croak (a warning's handler may die) */
+    if (data) {
+        SvGETMAGIC(data);
+        data = snapshot(data);
+        if (PL_ors_sv && SvOK(PL_ors_sv))
+            ors_sv = snapshot(PL_ors_sv);
+    }
+    /* under -T, a tainted directory, perm or mode is refused, as the
+     * reference's sysopen refuses it */
+    SvGETMAGIC(dir);
+    dir_sv = path_arg(name_snapshot(dir), "tempfile");
+    SvGETMAGIC(perm);
+    SvGETMAGIC(flags);
+    if (SvTAINTED(perm) || SvTAINTED(flags)) {
+        TAINT;
+        taint_proper(NULL, "tempfile");
+    }
+    open_flags = (int)SvIV(flags);
+    SAVEDESTRUCTOR_X(ffxs_close_fd_at_leave, &fd);
+    err = safe_path(dir_sv, "tempfile")
+              ? ff_tempfile_open(SvPVX(dir_sv), dir_given, open_flags, allow_links,
+                                 (mode_t)SvIV(perm), &fd, &intr)
+              : ENOENT;
+    if (err)
+        croak_errno(err, "failed to create tempfile: ");
+    if (data) {
+        /* print's bytes, as file_set_contents writes them: wide characters
+         * as UTF-8 with a warning, then $\; one write(2) (a writev with $\) */
+        buf = payload(data, FALSE, &len, op);
+        if (ors_sv)
+            ors = payload(ors_sv, FALSE, &ors_len, op);
+        err = ff_write_tail_all(fd, buf, len, ors, ors_len, &intr);
+        if (err) {
+            ff_close_read(fd);
+            fd = -1;
+            croak_errno(err, len + ors_len >= FF_PERLIO_BUFSIZ ? "unable to write to tempfile: "
+                                                                : "unable to flush to tempfile: ");
+        }
+    }
+    fh = handle_of(fd, open_flags, "IO::File");
+    err = errno;
+    fd = -1;                /* PerlIO's now (closed by it if it failed) */
+    LEAVE;
+    if (!fh)
+        croak_errno(err, data ? "unable to write to tempfile: " : "failed to create tempfile: ");
+    return fh;
+}
+
+/* 1 when path is a directory, as perl's -d says (symlinks followed). */
+static int is_dir(const char *path)
+{
+    struct stat st;
+
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* File::Path::make_path's croak for dir, when dir is not a directory after
+ * ff_mkdir_p: it climbs from dir while the parent is not a directory, then
+ * makes the level below the first one that is, and names that level with
+ * its mkdir's error ("File exists" for a file in the way). Returns when dir
+ * is a directory. */
+static void S_croak_make_path(pTHX_ char *dir)
+{
+    size_t len = strlen(dir), top = len;
+    int err;
+
+    if (is_dir(dir))
+        return;
+    for (;;) {
+        char *slash, save;
+
+        while (top > 1 && dir[top - 1] == '/')
+            top--;
+        save = dir[top];
+        dir[top] = '\0';
+        slash = strrchr(dir, '/');
+        dir[top] = save;
+        if (!slash)
+            break;              /* a relative first level: its parent is "." */
+        {
+            size_t parent = (size_t)(slash - dir);
+            int parent_is_dir;
+
+            if (parent == 0)
+                break;          /* its parent is "/" */
+            dir[parent] = '\0';
+            parent_is_dir = is_dir(dir);
+            dir[parent] = '/';
+            if (parent_is_dir)
+                break;
+            top = parent;
+        }
+    }
+    dir[top] = '\0';
+    err = mkdir(dir, 0777) < 0 ? errno : EEXIST;
+    croak_errno_at(err, "mkdir %s: ", dir);
+}
+#define croak_make_path(dir) S_croak_make_path(aTHX_ dir)
+
+SV *ffxs_create_owned(pTHX_ SV *file, SV *uid, SV *gid, SV *perm)
+{
+    const char *op = "create_owned_file_fh";
+    struct ff_guard guard = { NULL, 0, FALSE, FALSE };
+    struct ff_eintr intr = { ffxs_on_eintr, &guard };
+    enum ff_step step;
+    SV *path;
+    char *dir;
+    int fd = -1, err, made, unlink_err;
+    IV uid_n, gid_n;
+    SV *fh;
+
+    ENTER;
+    SvGETMAGIC(file);
+    path = path_arg(name_snapshot(file), op);
+    uid_n = SvIV(uid);
+    gid_n = SvIV(gid);
+    if (!safe_path(path, op))       /* as sysopen: ENOENT */
+        croak_errno(ENOENT, "unable to create file '%" SVf "' - ", SVfARG(path));
+    /* File::Path::make_path of the parent: it croaks "mkdir <dir>: <$!>"
+     * for the level that failed, which ff_mkdir_p leaves in dir */
+    {
+        char *d = ff_dir_of(SvPVX(path));
+
+        if (!d)
+            croak_errno(ENOMEM, "unable to create file '%" SVf "' - ", SVfARG(path));
+        size_t len = strlen(d) + 1;
+
+        Newx(dir, len, char);       /* (Newx, not savepv: perl 5.20's inline.h
+                                     * warns when no allocation macro is used) */
+        Copy(d, dir, len, char);
+        free(d);
+        SAVEFREEPV(dir);
+    }
+    err = ff_mkdir_p(dir, &made, &intr);
+    if (err) {
+        /* ff_mkdir_p left dir cut at the level that failed: from the whole */
+        char *d = ff_dir_of(SvPVX(path));
+
+        if (d) {
+            char *full = savepv(d);
+
+            free(d);
+            SAVEFREEPV(full);
+            croak_make_path(full);
+        }
+        croak_errno_at(err, "mkdir %s: ", dir);
+    }
+    SAVEDESTRUCTOR_X(ffxs_close_fd_at_leave, &fd);
+    err = ff_create_owned(SvPVX(path), (uid_t)uid_n, (gid_t)gid_n, (mode_t)SvIV(perm), &fd,
+                          &step, &unlink_err, &intr);
+    if (err == ENOTDIR && step == FF_STEP_OPEN)
+        croak_make_path(dir);       /* a file where the directory should be */
+    if (err && step == FF_STEP_OPEN)
+        croak_errno(err, "unable to create file '%" SVf "' - ", SVfARG(path));
+    if (err) {
+        if (unlink_err) {
+            SETERRNO(unlink_err, 0);
+            warn("failed to unlink '%" SVf "' after failing to set owner: %" SVf "\n",
+                 SVfARG(path), SVfARG(sv_2mortal(newSVsv(get_sv("!", GV_ADD)))));
+        }
+        croak_errno_at(err, "failed to change owner of '%" SVf "' to %" SVf ":%" SVf " - ",
+                       SVfARG(path), SVfARG(uid), SVfARG(gid));
+    }
+    fh = handle_of(fd, O_WRONLY, NULL);
+    err = errno;
+    fd = -1;
+    LEAVE;
+    if (!fh)
+        croak_errno(err, "unable to create file '%" SVf "' - ", SVfARG(path));
+    return fh;
+}
