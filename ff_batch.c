@@ -359,7 +359,8 @@ static int write_all(struct ff_batch *b)
     return 0;
 }
 
-/* ---- publishing: no intr callback runs from here on ---- */
+/* ---- publishing: no handler runs from here on (b->renaming only tells
+ * whether a signal came) ---- */
 
 static int rename_all(struct ff_batch *b)
 {
@@ -374,18 +375,18 @@ static int rename_all(struct ff_batch *b)
         if (f->unchanged)
             continue;
         b->renamed = i;
-        if ((err = ff_batch_dir_fd(b, f->dir, NULL))) {
+        if ((err = ff_batch_dir_fd(b, f->dir, b->renaming))) {
             b->failed_dir = f->dir;
             b->dir_step = err == ESTALE ? FF_DIR_CHANGED : FF_DIR_OPEN;
             return err;
         }
         a->step = FF_STEP_RENAME;
         if (b->opt.noclobber) {
-            err = ff_noclobber_renameat(d->fd, TEMP_LEAF(f), LEAF(f), &unsupported, NULL);
+            err = ff_noclobber_renameat(d->fd, TEMP_LEAF(f), LEAF(f), &unsupported, b->renaming);
             if (err && unsupported)
                 a->step = FF_STEP_NOCLOBBER;
         } else {
-            FF_SYSCALL(err, NULL, renameat(d->fd, TEMP_LEAF(f), d->fd, LEAF(f)));
+            FF_SYSCALL(err, b->renaming, renameat(d->fd, TEMP_LEAF(f), d->fd, LEAF(f)));
         }
         if (err) {
             b->failed = i;
@@ -405,16 +406,16 @@ static int sync_dir(struct ff_batch *b, size_t k)
 {
     int err;
 
-    if ((err = ff_batch_dir_fd(b, k, NULL)))
+    if ((err = ff_batch_dir_fd(b, k, b->renaming)))
         return err;
     do
-        FF_SYSCALL(err, NULL, b->sync_fd = openat(b->dirs[k].fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        FF_SYSCALL(err, b->renaming, b->sync_fd = openat(b->dirs[k].fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     while (err == EMFILE && ff_batch_evict_one(b, k));
     if (err) {
         b->sync_fd = -1;
         return err;
     }
-    FF_SYSCALL(err, NULL, fsync(b->sync_fd));
+    FF_SYSCALL(err, b->renaming, fsync(b->sync_fd));
     ff_close_read(b->sync_fd);
     b->sync_fd = -1;
     return FF_CANNOT_SYNC(err) ? 0 : err;
@@ -436,7 +437,7 @@ static int sync_dirs(struct ff_batch *b)
         do {
             if (!(copy = strdup(m->path)))  /* cut in place: the path stays for discard */
                 return ENOMEM;
-            err = ff_sync_parents(copy, m->levels, &b->sync_fd, NULL);
+            err = ff_sync_parents(copy, m->levels, &b->sync_fd, b->renaming);
             if (err == EMFILE)
                 free(copy);
         } while (err == EMFILE && ff_batch_evict_one(b, FF_NONE));
@@ -522,16 +523,6 @@ int ff_batch_commit(struct ff_batch *b, long pid)
     if (!err)
         interrupted(b->intr);   /* what became pending during the renames */
     return err;
-}
-
-int ff_batch_has_temps(const struct ff_batch *b)
-{
-    size_t i;
-
-    for (i = 0; i < b->n; i++)
-        if (b->files[i].a.created)
-            return 1;
-    return 0;
 }
 
 void ff_batch_forget(struct ff_batch *b)

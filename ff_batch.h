@@ -92,6 +92,13 @@ struct ff_batch_made {
 struct ff_batch {
     struct ff_options opt;
     const struct ff_eintr *intr;
+    /* intr of the renames and directory syncs: it runs the pending
+     * handlers (a storm of signals must not fail the batch, and perl
+     * keeps at most 120 of one pending) but may not leave them half done:
+     * it returns even when a handler dies (the glue throws that die once
+     * the call is done). NULL: no callback there, EINTR bounded as if no
+     * signal came. */
+    const struct ff_eintr *renaming;
     struct ff_batch_file *files;
     size_t n;               /* files[0..n) were added */
     size_t cap;
@@ -136,9 +143,9 @@ int ff_batch_add(struct ff_batch *b, const char *path, const char *buf, size_t l
  * "<target>.tmp.<pid>". Returns 0 or an errno: then b->failed and that
  * file's a.step say where, or b->failed_dir and b->dir_step, or
  * dup_first/dup_second name a target given twice (EINVAL); b->renamed
- * tells how far the renames got. From the first rename to the return no
- * intr callback runs (EINTR is retried at once): pending handlers run
- * once every rename (and with fsync every directory sync) is done. */
+ * tells how far the renames got. From the first rename to the return,
+ * EINTR is retried with b->renaming, not intr: the renames (and with fsync
+ * the directory syncs) are never cut short by a handler. */
 int ff_batch_commit(struct ff_batch *b, long pid);
 
 /* Close and unlink whatever is still ours (relative to the directory fds),
@@ -146,9 +153,6 @@ int ff_batch_commit(struct ff_batch *b, long pid);
  * everything; keeps errno, runs no intr callback. Safe to call more than
  * once. */
 void ff_batch_discard(struct ff_batch *b);
-
-/* 1 while b has a temp file it would remove. */
-int ff_batch_has_temps(const struct ff_batch *b);
 
 /* A forked child (a signal handler that forked, unwinding its copy of the
  * parent's cleanup) calls this before ff_batch_discard: the temps and new

@@ -12,16 +12,17 @@
 #include "xs_common.h"
 #include "xs_batch.h"
 
-/* Savestack destructor: temps of the batch still ours go away. Ours means
- * this process's: they are named after $$, and a child forked by a signal
- * handler that unwinds its copy of this cleanup must leave them to the
- * parent ($$ is compared, not getpid(): a script may have assigned $$, and
- * perl sets the child's own). Asked only when there is a temp to remove. */
+/* Savestack destructor: temps and new directories of the batch still ours
+ * go away. Ours means this process's: a child forked by a signal handler
+ * that unwinds its copy of this cleanup must leave them to the parent, at
+ * every step (new directories before any temp exists too). $$ is compared,
+ * not getpid(): a script may have assigned $$, and perl sets the child's
+ * own. */
 static void S_batch_discard(pTHX_ void *batch)
 {
     struct ff_batch *b = (struct ff_batch *)batch;
 
-    if (ff_batch_has_temps(b) && dollar_pid() != (IV)b->pid)
+    if (dollar_pid() != (IV)b->pid)
         ff_batch_forget(b);
     ff_batch_discard(b);
 }
@@ -96,6 +97,8 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
      * by a handler from going on with this batch */
     struct ff_guard guard = { NULL, 0, FALSE, FALSE };
     struct ff_eintr intr = { ffxs_on_eintr, &guard };
+    struct ff_held held = { &guard, NULL, NULL };
+    struct ff_eintr renaming = { ffxs_on_eintr_held, &held };
     bool force_utf8 = FALSE;
     SV **paths, **datas, **elems, *ors_sv = NULL;
     AV *av;
@@ -132,6 +135,7 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
     guard.pid = pid;
 
     err = ff_batch_init(b, (size_t)npairs, &opt, &intr);
+    b->renaming = &renaming;
     SAVEDESTRUCTOR_X(S_batch_discard, b);
     if (err)
         croak_errno(err, "file_set_contents_many: ");
@@ -181,8 +185,10 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
     }
 
     err = ff_batch_commit(b, (long)pid);
-    if (err)
+    if (err)                    /* it names what was replaced: it wins */
         batch_croak(b, err, paths);
+    if (held.error)             /* a handler died during the renames */
+        croak_sv(held.error);
     written = (IV)b->written;
     LEAVE;
     SETERRNO(0, 0);             /* as file_set_contents leaves it (data written) */

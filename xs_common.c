@@ -232,6 +232,51 @@ int ffxs_on_eintr(void *ctx)
     return 1;
 }
 
+/* The pending handlers, as a sub: called with G_EVAL, their die is caught */
+static XS(S_run_pending_handlers)
+{
+    dXSARGS;
+    PERL_UNUSED_VAR(cv);
+    PERL_UNUSED_VAR(items);
+    PERL_ASYNC_CHECK();
+    XSRETURN_EMPTY;
+}
+
+int ffxs_on_eintr_held(void *ctx)
+{
+    dTHX;
+    struct ff_held *h = (struct ff_held *)ctx;
+    struct ff_guard *g = h->guard;
+
+    if (!PL_sig_pending)
+        return 0;
+    if (!h->runner) {       /* freed with the caller's scope */
+        h->runner = newXS(NULL, S_run_pending_handlers, __FILE__);
+        SAVEFREESV((SV *)h->runner);
+    }
+    ENTER;
+    if (!g->pid)
+        g->pid = dollar_pid();
+    SAVEDESTRUCTOR_X(S_handlers_done, g);
+    save_scalar(PL_errgv);  /* the caller's $@ stays as it was */
+    {
+        dSP;
+        PUSHMARK(SP);
+        call_sv((SV *)h->runner, G_EVAL | G_DISCARD | G_NOARGS);
+    }
+    if (!h->error && SvTRUE(ERRSV)) {
+        h->error = newSVsv(ERRSV);
+        LEAVE;
+        SAVEFREESV(h->error);
+    } else {
+        LEAVE;
+    }
+    if (g->forked)
+        croak("FastFile: a process forked by a signal handler may not go on with the "
+              "%s of process %" IVdf "\n", g->reading ? "read" : "write", g->pid);
+    return 1;
+}
+
 /* Savestack destructor of discard_at_leave. */
 static void S_discard(pTHX_ void *atomic)
 {

@@ -347,10 +347,16 @@ flushes only the batch's own files, never other processes' data.
 
 The renames, in the caller's order (a signal handler that became pending
 meanwhile runs first: if it dies, no target has been touched). From the
-first rename to the end of the call no Perl signal handler runs: a rename
-interrupted (C<EINTR>) is retried at once, and handlers that became pending
-run when every target is replaced (and, with C<fsync>, durable); one that
-dies then reports a complete batch. If rename I<k> fails, the error lists the
+first rename to the end of the call the renames are never cut short: a
+rename interrupted (C<EINTR>) runs the pending handlers (so that signals
+however frequent never fail the batch, and perl never holds more than it
+can) and is retried, but a handler that dies there has its C<die> held
+until every target is replaced (and, with C<fsync>, durable), then thrown:
+it reports a complete batch, as does one that dies in a handler that
+became pending during the renames and runs at their end. A handler that
+forks there gets C<FastFile: a process forked by a signal handler may not
+go on ...> in the child, which leaves the parent's temporary files and
+directories alone. If rename I<k> fails, the error lists the
 targets already replaced (C<file_set_contents_many: replaced 'A', 'B', then
 close (rename) atomic file 'C' failed: $!>); the others are untouched, no
 temporary file is left, and a directory the batch made stays only if a
