@@ -282,6 +282,10 @@ static int create_temp(struct ff_batch *b, size_t i)
     size_t base_len = strlen(a->temp);
     int err, tries = 0;
 
+    if (f->temp_is_target) {    /* see ff_batch_find_duplicate */
+        snprintf(a->temp + base_len, FF_TEMP_SUFFIX_MAX, ".%016llx", ff_random_bits());
+        tries = 1;
+    }
     for (;;) {
         err = ff_open_excl(b->dirs[f->dir].fd, TEMP_LEAF(f), ff_temp_mode(a, b->opt.preserve),
                            &a->fd, b->intr);

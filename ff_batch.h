@@ -47,6 +47,8 @@ struct ff_batch_file {
                              * and a.temp alike (temp = target + suffix) */
     size_t dir_len;         /* the directory part: a.target[0..dir_len), 0 for "." */
     int unchanged;          /* if_changed: the target already holds buf */
+    int temp_is_target;     /* its plain temp name is another pair's target
+                             * (in the same directory): a random one is taken */
     int existed;            /* the look found the target (not a directory) */
 };
 

@@ -147,11 +147,28 @@ static size_t *make_slots(size_t n, size_t *mask)
     return calloc(size, sizeof(size_t));
 }
 
+/* The first file whose target leaf is leaf (slots: a table of target
+ * leaves, by leaf_hash(b, dir, ...), dir NONE for the leaf alone; same
+ * directory too unless dir is NONE), or NONE */
+static size_t find_leaf(const struct ff_batch *b, const size_t *slots, size_t mask, size_t dir,
+                        const char *leaf)
+{
+    size_t s;
+
+    for (s = (size_t)leaf_hash(b, dir, leaf) & mask; slots[s]; s = (s + 1) & mask) {
+        const struct ff_batch_file *g = &b->files[slots[s] - 1];
+        if ((dir == FF_NONE || g->dir == dir) && strcmp(LEAF(g), leaf) == 0)
+            return slots[s] - 1;
+    }
+    return FF_NONE;
+}
+
 /* Which directories need their device and inode: only two names of one
- * directory holding the same leaf make a duplicate, so only directories
- * that share a leaf with another directory name are fstatted (with fsync,
- * all: one fsync per directory). A batch whose leaves differ, or in one
- * directory, costs no fstat. */
+ * directory holding the same leaf make a duplicate, or a temp that is
+ * another pair's target (a leaf "x" here, "x.tmp.<pid>" there), so only
+ * directories that share such a leaf with another directory name are
+ * fstatted (with fsync, all: one fsync per directory). A batch whose leaves
+ * differ, or in one directory, costs no fstat. */
 int ff_batch_mark_need_id(struct ff_batch *b)
 {
     size_t mask, i, s, *slots;
@@ -179,6 +196,15 @@ int ff_batch_mark_need_id(struct ff_batch *b)
             slots[s] = i + 1;
         } else if (b->files[slots[s] - 1].dir != f->dir) {
             b->dirs[b->files[slots[s] - 1].dir].need_id = 1;
+            b->dirs[f->dir].need_id = 1;
+        }
+    }
+    for (i = 0; i < b->n; i++) {
+        const struct ff_batch_file *f = &b->files[i];
+        size_t g = find_leaf(b, slots, mask, FF_NONE, TEMP_LEAF(f));
+
+        if (g != FF_NONE && b->files[g].dir != f->dir) {
+            b->dirs[b->files[g].dir].need_id = 1;
             b->dirs[f->dir].need_id = 1;
         }
     }
@@ -223,7 +249,10 @@ int ff_batch_merge_same_dirs(struct ff_batch *b)
 }
 
 /* Two entries for one name in one directory: the second would silently
- * replace the first. A hash of (directory, leaf). */
+ * replace the first. A hash of (directory, leaf). Then the temps: one whose
+ * plain name ("<target>.tmp.<pid>") is another pair's target would be
+ * replaced by that pair's rename, and its own rename would publish the
+ * other pair's bytes: such a temp takes a random name from the start. */
 int ff_batch_find_duplicate(struct ff_batch *b)
 {
     size_t mask, i, *slots;
@@ -246,6 +275,12 @@ int ff_batch_find_duplicate(struct ff_batch *b)
             }
         }
         slots[s] = i + 1;
+    }
+    for (i = 0; i < b->n; i++) {
+        struct ff_batch_file *f = &b->files[i];
+
+        if (find_leaf(b, slots, mask, f->dir, TEMP_LEAF(f)) != FF_NONE)
+            f->temp_is_target = 1;
     }
     free(slots);
     return 0;
