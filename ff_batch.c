@@ -309,6 +309,7 @@ static int create_temp(struct ff_batch *b, size_t i)
         return err;
     }
     a->created = 1;
+    b->unnoted++;
     return 0;
 }
 
@@ -366,9 +367,78 @@ static int write_all(struct ff_batch *b)
 /* ---- publishing: no handler runs from here on (b->renaming only tells
  * whether a signal came) ---- */
 
+void ff_batch_note_temps(struct ff_batch *b)
+{
+    size_t i;
+
+    b->user_code_runs++;
+    for (i = 0; i < b->n && b->unnoted; i++) {
+        struct ff_batch_file *f = &b->files[i];
+        int dirfd = b->dirs ? b->dirs[f->dir].fd : -1;
+
+        if (!f->a.created || f->a.have_id)
+            continue;
+        /* no user code ran since it was made: its full name is still good
+         * where its directory left the cache */
+        if (dirfd >= 0)
+            ff_atomic_note_temp(&f->a, dirfd, TEMP_LEAF(f));
+        else
+            ff_atomic_note_temp(&f->a, AT_FDCWD, f->a.temp);
+        b->unnoted--;
+    }
+}
+
+/* Every temp whose identity was noted (user code ran while it existed) is
+ * still that file: checked before the first rename, so that a temp
+ * replaced by a handler fails the batch with every target untouched. */
+static int check_temps(struct ff_batch *b)
+{
+    size_t i;
+    int err;
+
+    if (!b->user_code_runs)
+        return 0;
+    for (i = 0; i < b->n; i++) {
+        struct ff_batch_file *f = &b->files[i];
+
+        if (!f->a.have_id || !f->a.created)
+            continue;
+        b->failed = i;
+        if ((err = ff_batch_dir_fd(b, f->dir, NULL))) {
+            b->failed = FF_NONE;
+            b->failed_dir = f->dir;
+            b->dir_step = err == ESTALE ? FF_DIR_CHANGED : FF_DIR_OPEN;
+            return err;
+        }
+        if ((err = ff_atomic_temp_ours(&f->a, b->dirs[f->dir].fd, TEMP_LEAF(f))))
+            return err;
+    }
+    b->failed = FF_NONE;
+    return 0;
+}
+
+/* renameat of f's temp onto its target, EINTR retried with b->renaming:
+ * a handler that ran meanwhile may have replaced the temp, checked again
+ * before the retry. Without a handler run: one renameat(2). */
+static int rename_temp(struct ff_batch *b, struct ff_batch_file *f, int dirfd)
+{
+    unsigned spins = 0;
+    int err;
+
+    for (;;) {
+        err = renameat(dirfd, TEMP_LEAF(f), dirfd, LEAF(f)) < 0 ? errno : 0;
+        if (err != EINTR || !ff_retry_eintr(b->renaming, &spins))
+            return err;
+        if ((err = ff_atomic_temp_ours(&f->a, dirfd, TEMP_LEAF(f))))
+            return err;
+        f->a.step = FF_STEP_RENAME;
+    }
+}
+
 static int rename_all(struct ff_batch *b)
 {
     size_t i;
+    unsigned long runs = b->user_code_runs;
     int err, unsupported;
 
     for (i = 0; i < b->n; i++) {
@@ -385,12 +455,17 @@ static int rename_all(struct ff_batch *b)
             return err;
         }
         a->step = FF_STEP_RENAME;
+        /* a handler ran during the renames: check the temp is still ours */
+        if (b->user_code_runs != runs && (err = ff_atomic_temp_ours(a, d->fd, TEMP_LEAF(f)))) {
+            b->failed = i;
+            return err;
+        }
         if (b->opt.noclobber) {
             err = ff_noclobber_renameat(d->fd, TEMP_LEAF(f), LEAF(f), &unsupported, b->renaming);
             if (err && unsupported)
                 a->step = FF_STEP_NOCLOBBER;
         } else {
-            FF_SYSCALL(err, b->renaming, renameat(d->fd, TEMP_LEAF(f), d->fd, LEAF(f)));
+            err = rename_temp(b, f, d->fd);
         }
         if (err) {
             b->failed = i;
@@ -504,6 +579,8 @@ int ff_batch_commit(struct ff_batch *b, long pid)
      * untouched. Then none until the end: a handler that dies cannot
      * leave the batch half renamed with only its own message. */
     interrupted(b->intr);
+    if ((err = check_temps(b)))
+        return err;
     err = rename_all(b);
     if (!err)
         b->done = 1;            /* the new directories stay */
@@ -569,26 +646,58 @@ static void unmake(struct ff_batch_made *m)
     }
 }
 
+/* 1 when the name of dirs[k] still leads to the directory first opened */
+static int dir_name_same(const struct ff_batch *b, size_t k)
+{
+    const struct ff_batch_dir *d = &b->dirs[k];
+    struct stat st;
+    int err;
+
+    FF_SYSCALL(err, NULL, stat(d->path, &st));
+    return !err && d->statted && st.st_dev == d->dev && st.st_ino == d->ino;
+}
+
+/* unlink f's temp if it is still the file made: relative to its
+ * directory (a parent moved meanwhile does not leave it behind, nor remove
+ * another file of that name); where the directory cannot be reopened (out
+ * of fds), by its full name, once that name is shown to lead to the same
+ * directory and (user code ran) to the same file. Unwinding: no handler
+ * runs, EINTR (FUSE) retried, bounded. */
+static void remove_temp(struct ff_batch *b, struct ff_batch_file *f)
+{
+    int dirfd = AT_FDCWD, err;
+    const char *name = f->a.temp;
+
+    if (b->cache_cap && ff_batch_dir_fd(b, f->dir, NULL) == 0) {
+        dirfd = b->dirs[f->dir].fd;
+        name = TEMP_LEAF(f);
+    } else if (!b->cache_cap || !dir_name_same(b, f->dir)) {
+        return;
+    }
+    if (ff_atomic_temp_ours(&f->a, dirfd, name) == 0)
+        FF_SYSCALL(err, NULL, unlinkat(dirfd, name, 0));
+}
+
 void ff_batch_discard(struct ff_batch *b)
 {
-    int saved = errno, err;
+    int saved = errno;
     size_t i;
 
+    /* the temps' fds first: out of fds, they are what reopens directories */
     for (i = 0; i < b->n; i++) {
-        struct ff_batch_file *f = &b->files[i];
-        struct ff_atomic *a = &f->a;
+        struct ff_atomic *a = &b->files[i].a;
 
         if (a->fd >= 0) {
             close(a->fd);
             a->fd = -1;
         }
-        /* relative to its directory: a parent moved meanwhile does not
-         * leave it behind (nor remove another file of that name) */
-        if (a->created && b->cache_cap && ff_batch_dir_fd(b, f->dir, NULL) == 0) {
-            /* unwinding: no handler runs, EINTR (FUSE) retried, bounded */
-            FF_SYSCALL(err, NULL, unlinkat(b->dirs[f->dir].fd, TEMP_LEAF(f), 0));
-            a->created = 0;
-        }
+    }
+    for (i = 0; i < b->n; i++) {
+        struct ff_batch_file *f = &b->files[i];
+        struct ff_atomic *a = &f->a;
+
+        if (a->created)
+            remove_temp(b, f);
         a->created = 0;
         ff_atomic_discard(a);
     }

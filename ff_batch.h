@@ -127,6 +127,8 @@ struct ff_batch {
     uint64_t seed;          /* of the name hashes: no list of names can be
                              * made to collide in advance */
     long pid;               /* the process whose temps these are */
+    size_t unnoted;         /* temps made whose identity is not noted yet */
+    unsigned long user_code_runs; /* times ff_batch_note_temps ran */
     int done;               /* committed: the directories made stay */
     int forgotten;          /* a forked child's copy: touch nothing */
     const char *tail;       /* bytes appended to every file ($\), else "" */
@@ -155,6 +157,13 @@ int ff_batch_commit(struct ff_batch *b, long pid);
  * everything; keeps errno, runs no intr callback. Safe to call more than
  * once. */
 void ff_batch_discard(struct ff_batch *b);
+
+/* Before user code may run (signal handlers, a croak's $SIG{__DIE__}):
+ * the identity of every temp made since the last call is noted (an fstat
+ * each, none when there is no new temp), so that the renames and the
+ * cleanup touch only the files this batch made (ff_atomic_note_temp). No
+ * intr callback runs. */
+void ff_batch_note_temps(struct ff_batch *b);
 
 /* A forked child (a signal handler that forked, unwinding its copy of the
  * parent's cleanup) calls this before ff_batch_discard: the temps and new

@@ -27,6 +27,39 @@ static void S_batch_discard(pTHX_ void *batch)
     ff_batch_discard(b);
 }
 
+/* The batch's ff_on_eintr callbacks: before any handler runs, the
+ * identity of each temp is noted (ff_batch_note_temps); nothing is done
+ * when no signal is pending. */
+struct batch_guard {
+    struct ff_guard guard;      /* what is written are snapshots; the guard
+                                 * only stops a child forked by a handler
+                                 * from going on with this batch */
+    struct ff_held held;        /* the renames: a handler's die held */
+    struct ff_batch *b;
+};
+
+static int S_batch_on_eintr(void *ctx)
+{
+    dTHX;
+    struct batch_guard *bg = (struct batch_guard *)ctx;
+
+    if (!PL_sig_pending)
+        return 0;
+    ff_batch_note_temps(bg->b);
+    return ffxs_on_eintr(&bg->guard);
+}
+
+static int S_batch_on_eintr_renaming(void *ctx)
+{
+    dTHX;
+    struct batch_guard *bg = (struct batch_guard *)ctx;
+
+    if (!PL_sig_pending)
+        return 0;
+    ff_batch_note_temps(bg->b);
+    return ffxs_on_eintr_held(&bg->held);
+}
+
 /* Croak for a directory that failed: "unable to open directory 'D' - $!",
  * after "file_set_contents_many: replaced 'A', then " when targets were. */
 static void S_dir_croak(pTHX_ const struct ff_batch *b, int err, SV **paths, SV *replaced)
@@ -52,15 +85,19 @@ static void S_dir_croak(pTHX_ const struct ff_batch *b, int err, SV **paths, SV 
 }
 
 /* Croak for the failure err of b; paths[i] is file i's name as given. */
-static void S_batch_croak(pTHX_ const struct ff_batch *b, int err, SV **paths)
+static void S_batch_croak(pTHX_ struct ff_batch *b, int err, SV **paths)
     __attribute__noreturn__;
 #define batch_croak(b, err, paths) S_batch_croak(aTHX_ b, err, paths)
 
-static void S_batch_croak(pTHX_ const struct ff_batch *b, int err, SV **paths)
+static void S_batch_croak(pTHX_ struct ff_batch *b, int err, SV **paths)
 {
-    const struct ff_batch_file *failed;
+    struct ff_batch_file *failed;
     SV *replaced;
     size_t i;
+
+    /* croak runs user code ($SIG{__DIE__}) while temps exist: the cleanup
+     * then removes only those still the files made */
+    ff_batch_note_temps(b);
 
     if (b->dup_second != (size_t)-1) {
         SV *first = paths[b->dup_first], *second = paths[b->dup_second];
@@ -93,12 +130,9 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
     const char *op = "file_set_contents_many";
     struct ff_options opt;
     struct ff_batch batch, *b = &batch;   /* this frame outlives its LEAVE */
-    /* what is written are snapshots; the guard only stops a child forked
-     * by a handler from going on with this batch */
-    struct ff_guard guard = { NULL, 0, FALSE, FALSE };
-    struct ff_eintr intr = { ffxs_on_eintr, &guard };
-    struct ff_held held = { &guard, NULL, NULL };
-    struct ff_eintr renaming = { ffxs_on_eintr_held, &held };
+    struct batch_guard bg = { { NULL, 0, FALSE, FALSE }, { NULL, NULL, NULL }, &batch };
+    struct ff_eintr intr = { S_batch_on_eintr, &bg };
+    struct ff_eintr renaming = { S_batch_on_eintr_renaming, &bg };
     bool force_utf8 = FALSE;
     SV **paths, **datas, **elems, *ors_sv = NULL;
     AV *av;
@@ -132,7 +166,8 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
         parse_options((HV *)SvRV(opts), &opt, &force_utf8, NULL, op);
     }
     pid = dollar_pid();
-    guard.pid = pid;
+    bg.guard.pid = pid;
+    bg.held.guard = &bg.guard;
 
     err = ff_batch_init(b, (size_t)npairs, &opt, &intr);
     b->renaming = &renaming;
@@ -187,8 +222,8 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
     err = ff_batch_commit(b, (long)pid);
     if (err)                    /* it names what was replaced: it wins */
         batch_croak(b, err, paths);
-    if (held.error)             /* a handler died during the renames */
-        croak_sv(held.error);
+    if (bg.held.error)          /* a handler died during the renames */
+        croak_sv(bg.held.error);
     written = (IV)b->written;
     LEAVE;
     SETERRNO(0, 0);             /* as file_set_contents leaves it (data written) */

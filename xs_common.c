@@ -223,6 +223,8 @@ int ffxs_on_eintr(void *ctx)
         if (!g->pid)
             g->pid = dollar_pid();
         SAVEDESTRUCTOR_X(S_handlers_done, g);
+        if (g->atomic)      /* the handlers could replace the temp by name */
+            ff_atomic_note_temp(g->atomic, AT_FDCWD, g->atomic->temp);
     }
     PERL_ASYNC_CHECK();
     LEAVE;
@@ -289,12 +291,16 @@ void ffxs_discard_at_leave(pTHX_ struct ff_atomic *a)
     SAVEDESTRUCTOR_X(S_discard, a);
 }
 
-void ffxs_croak_step(pTHX_ const struct ff_atomic *a, int err, SV *path)
+void ffxs_croak_step(pTHX_ struct ff_atomic *a, int err, SV *path)
 {
     const char *temp = a->temp ? a->temp : "";
     /* the temp name is made of the filename's bytes (or of a symlink's) */
     bool temp_utf8 = SvUTF8(path) && is_utf8_string((const U8 *)temp, 0);
 #define TEMP UTF8fARG(temp_utf8, strlen(temp), temp)
+
+    /* croak runs user code ($SIG{__DIE__}) while the temp exists: the
+     * cleanup then removes it only if it is still the file made */
+    ff_atomic_note_temp(a, AT_FDCWD, temp);
 
     switch (a->step) {
     case FF_STEP_OPEN:
@@ -324,6 +330,9 @@ void ffxs_croak_step(pTHX_ const struct ff_atomic *a, int err, SV *path)
         croak_errno(err, "unable to stat '%" SVf "' - ", SVfARG(path));
     case FF_STEP_RESOLVE:
         croak_errno(err, "unable to follow symlinks of '%" SVf "' - ", SVfARG(path));
+    case FF_STEP_TEMP_GONE:
+        croak_errno(err, "unable to replace '%" SVf "' - its temporary file '%" UTF8f "' was "
+                    "replaced or removed during the call - ", SVfARG(path), TEMP);
     case FF_STEP_NONE:
         break;
     }

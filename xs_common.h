@@ -27,7 +27,7 @@ void ffxs_croak_errno(pTHX_ int err, const char *fmt, ...)
 
 /* Croak for the step of a that failed with err, naming the temp file or the
  * target as the reference does. */
-void ffxs_croak_step(pTHX_ const struct ff_atomic *a, int err, SV *path)
+void ffxs_croak_step(pTHX_ struct ff_atomic *a, int err, SV *path)
     __attribute__noreturn__;
 #define croak_step(a, err, path) ffxs_croak_step(aTHX_ a, err, path)
 

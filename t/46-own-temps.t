@@ -11,7 +11,7 @@ BEGIN { $ENV{LC_ALL} = 'C'; delete $ENV{LANGUAGE} }
 
 use Test::More;
 use lib 't/lib';
-use FFTest qw(slurp spew tempdir);
+use FFTest qw(slurp spew tempdir strace_why strace_call);
 
 use FastFile qw(:all);
 use FastFile::Writer;
@@ -47,6 +47,64 @@ for my $c (
         is(slurp("$top/$first"), "first\n", "batch, $what: '$first' holds its own bytes");
         is(slurp("$top/$second"), "second\n", "batch, $what: '$second' holds its own bytes");
         is(entries("$top/d"), "sub x x.tmp.$$", "batch, $what: nothing else in the directory");
+    }
+}
+
+# ---- the writer: code between atomic_writer and commit replaces its temp
+for my $how ('file_set_contents', 'unlink and write', 'rename over') {
+    my $t = "$dir/w-" . ++$n;
+    spew($t, "old\n");
+    my $w = atomic_writer($t);
+    $w->print("mine\n");
+    my $tmp = "$t.tmp.$$";
+    ok(-e $tmp, "writer, $how: its temp is $tmp") or next;
+    if ($how eq 'file_set_contents') { file_set_contents($tmp, "other\n") }
+    elsif ($how eq 'unlink and write') { unlink $tmp or die; spew($tmp, "other\n") }
+    else { spew("$t.x", "other\n"); rename "$t.x", $tmp or die }
+    ok(!eval { $w->commit; 1 }, "writer, $how: commit fails");
+    like($@, qr/^unable to replace '\Q$t\E' - its temporary file '\Q$tmp\E' was replaced or removed during the call - /,
+         "writer, $how: ... saying why");
+    is(slurp($t), "old\n", "writer, $how: target untouched");
+    is(slurp($tmp), "other\n", "writer, $how: the other file is left alone");
+    undef $w;
+    is(slurp($tmp), "other\n", "writer, $how: ... also when the writer goes");
+    unlink $tmp;
+}
+{   # the temp removed: commit fails, nothing published
+    my $t = "$dir/w-" . ++$n;
+    my $w = atomic_writer($t);
+    unlink "$t.tmp.$$" or die;
+    ok(!eval { $w->commit; 1 }, 'writer, temp removed: commit fails');
+    ok(!-e $t, '... no target made');
+}
+
+# ---- a signal handler that replaces the temp while a call writes it: the
+# single call and the batch fail, target untouched, the other file kept
+SKIP: {
+    my $why = strace_why();
+    skip $why, 1 if $why;
+    for my $c (
+        [ 'file_set_contents', 'file_set_contents($T, "mine\n")' ],
+        [ 'file_set_contents_many', 'file_set_contents_many([ $T => "mine\n", "$T.b" => "b\n" ])' ],
+        [ 'file_set_contents_many, the second temp', 'file_set_contents_many([ "$T.b" => "b\n", $T => "mine\n" ])' ],
+        [ 'file_set_contents_many, fsync', 'file_set_contents_many([ $T => "mine\n", "$T.b" => "b\n" ], { fsync => 1 })' ],
+    ) {
+        my ($label, $call) = @$c;
+        my $t = "$dir/s-" . ++$n;
+        spew($t, "old\n");
+        my $r = strace_call('local $SIG{ALRM} = sub { file_set_contents("$T.tmp.$$", "other\n") };' . $call,
+                            target => $t, pid => $FFTest::PID, trace => ['write'],
+                            inject => ['write:error=EINTR:signal=SIGALRM:when=' . ($label =~ /second/ ? 2 : 1)]);
+        ok(!$r->{ok}, "handler replaces the temp, $label: the call fails") or diag $r->{log};
+        like($r->{err}, qr/its temporary file '\Q$t.tmp.$FFTest::PID\E' was replaced or removed during the call/,
+             "handler replaces the temp, $label: ... saying why");
+        is(slurp($t), "old\n", "handler replaces the temp, $label: target untouched");
+        is(slurp("$t.tmp.$FFTest::PID"), "other\n", "handler replaces the temp, $label: the handler's file left alone");
+        ok(!-e "$t.b", "handler replaces the temp, $label: no other target written") if $label =~ /many/;
+        opendir my $dh, $dir or die;
+        is_deeply([ sort grep { /^\Q$n\E/ || /^s-\Q$n\E\./ } readdir $dh ], [ "s-$n.tmp.$FFTest::PID" ],
+                  "handler replaces the temp, $label: no temp of ours left");
+        unlink "$t.tmp.$FFTest::PID";
     }
 }
 
