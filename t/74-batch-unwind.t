@@ -81,4 +81,32 @@ for my $c (
     is_deeply([ temps_in($d) ], [], "fork $step: no temp left");
 }
 
+# ---- out of fds (EMFILE from every open, strace) after the writes, or
+# after 100 of 300 temps: directories that left the cache cannot be
+# reopened, and their temps are still removed (by full name, once that
+# leads to the same directory)
+{
+    my $base = "$dir/fds";
+    mkdir $base or die;
+    my @t = map { "$base/d$_/f" } 1 .. 300;
+    for (1 .. 300) { mkdir "$base/d$_" or die }
+    my $code = 'file_set_contents_many([ map { ($_ => "new\n") } @ARGV ])';
+    # where the temps are opened, among all openat calls of the child
+    my $dry = strace_call($code, args => \@t, trace => ['openat'], ulimit_n => 64);
+    ok($dry->{ok}, 'fds: the batch alone succeeds under ulimit -n 64') or diag $dry->{err};
+    my @opens = $dry->{log} =~ /^\d+\s+(openat\(.*)$/mg;
+    my @creat = grep { $opens[$_ - 1] =~ /O_CREAT/ } 1 .. @opens;
+    is(scalar @creat, 300, 'fds: 300 temps opened');
+    unlink @t;
+    for my $c ([ 'after the writes', $creat[-1] + 1 ], [ 'after 100 temps', $creat[99] + 1 ]) {
+        my ($when, $k) = @$c;
+        my $r = strace_call($code, args => \@t, trace => ['openat'], ulimit_n => 64,
+                            inject => ["openat:error=EMFILE:when=$k+"]);
+        ok(!$r->{ok}, "fds $when: the batch fails");
+        like($r->{err}, qr/Too many open files/, "fds $when: ... out of fds");
+        is_deeply([ temps_in($base) ], [], "fds $when: no temp left");
+        unlink grep { -e } @t;
+    }
+}
+
 done_testing();
