@@ -271,8 +271,44 @@ static int barrier(struct ff_batch *b)
     return 0;
 }
 
+/* The plain temp name of files[i] exists: on a directory that folds case
+ * (ext4 or tmpfs casefold, vfat, cifs) it may be the temp of another pair
+ * whose target differs only in case ("A" and "a"), one file: the second
+ * rename would silently replace the first. Then that pair's index, else
+ * NONE. Only asked on EEXIST: nothing is added where names are free. */
+static size_t folded_onto(struct ff_batch *b, size_t i)
+{
+    struct ff_batch_file *f = &b->files[i];
+    int dirfd = b->dirs[f->dir].fd, err;
+    struct stat st, other;
+    size_t j;
+
+    FF_SYSCALL(err, NULL, fstatat(dirfd, TEMP_LEAF(f), &st, AT_SYMLINK_NOFOLLOW));
+    if (err)
+        return FF_NONE;
+    for (j = 0; j < b->n; j++) {
+        struct ff_batch_file *g = &b->files[j];
+
+        if (j == i || g->dir != f->dir || !g->a.created)
+            continue;
+        if (g->a.have_id) {     /* user code ran: its name may lead elsewhere */
+            other.st_dev = g->a.id_dev;
+            other.st_ino = g->a.id_ino;
+        } else {
+            FF_SYSCALL(err, NULL, fstatat(dirfd, TEMP_LEAF(g), &other, AT_SYMLINK_NOFOLLOW));
+            if (err)
+                continue;
+        }
+        if (other.st_dev == st.st_dev && other.st_ino == st.st_ino)
+            return j;
+    }
+    return FF_NONE;
+}
+
 /* Create the temp relative to its directory's fd. As in a single call, an
- * existing temp name is never touched: a random suffix is tried instead.
+ * existing temp name is never touched: a random suffix is tried instead
+ * (unless it is another pair's temp by a name that folds to it: EINVAL,
+ * the targets are one file).
  * Out of fds, the window's barrier runs early, or a directory leaves the
  * cache. */
 static int create_temp(struct ff_batch *b, size_t i)
@@ -289,6 +325,12 @@ static int create_temp(struct ff_batch *b, size_t i)
     for (;;) {
         err = ff_open_excl(b->dirs[f->dir].fd, TEMP_LEAF(f), ff_temp_mode(a, b->opt.preserve),
                            &a->fd, b->intr);
+        if (err == EEXIST && tries == 0 && (b->dup_first = folded_onto(b, i)) != FF_NONE) {
+            b->dup_second = i;
+            b->failed = FF_NONE;
+            a->fd = -1;
+            return EINVAL;
+        }
         if (err == EEXIST && tries++ < FF_TEMP_TRIES) {
             snprintf(a->temp + base_len, FF_TEMP_SUFFIX_MAX, ".%016llx", ff_random_bits());
             continue;

@@ -108,4 +108,51 @@ SKIP: {
     }
 }
 
+# ---- targets that differ only in case, on a directory that folds case:
+# one file, an error as for a target given twice. The check runs where the
+# second temp's plain name is found taken: simulated here by a handler
+# that makes that name a link to the first temp (what a folding directory
+# shows), then on a real casefold tmpfs where the kernel has one.
+SKIP: {
+    my $why = strace_why();
+    skip $why, 4 if $why;
+    my $d = "$dir/fold-sim";
+    mkdir $d or die;
+    my $r = strace_call('local $SIG{ALRM} = sub { link "$ARGV[0]/A.tmp.$$", "$ARGV[0]/a.tmp.$$" or die "link: $!" };'
+                        . ' file_set_contents_many([ "$ARGV[0]/A" => "1\n", "$ARGV[0]/a" => "2\n" ])',
+                        args => [$d], trace => ['write'], inject => ['write:error=EINTR:signal=SIGALRM:when=1']);
+    ok(!$r->{ok}, 'folded names (simulated): the batch fails') or diag $r->{log};
+    is($r->{err}, "file_set_contents_many: '$d/A' and '$d/a' are the same file\n", '... as for a target given twice');
+    ok(!-e "$d/A" && !-e "$d/a", '... nothing published');
+    is(entries($d), "a.tmp.$r->{pid}", '... only the link the handler made is left');
+}
+SKIP: {
+    skip 'casefold: needs root (mount)', 5 if $>;
+    skip 'casefold: this kernel has no casefold tmpfs (/sys/fs/tmpfs/features/casefold; CONFIG_UNICODE, Linux 6.13+)', 5
+        unless -e '/sys/fs/tmpfs/features/casefold';
+    skip 'casefold: chattr not installed', 5 unless FFTest::which('chattr');
+    my $mnt = "$dir/fold";
+    mkdir $mnt or die;
+    skip "casefold: mount -o casefold failed", 5 if system('mount', '-t', 'tmpfs', '-o', 'casefold,size=1m', 'tmpfs', $mnt);
+    my $ok = eval {
+        mkdir "$mnt/d" or die "mkdir: $!";
+        system('chattr', '+F', "$mnt/d") == 0 or die "chattr +F failed\n";
+        1;
+    };
+    my $err = $@;
+    if ($ok) {
+        for my $pairs ([ 'A' => "1\n", 'a' => "2\n" ], [ 'x' => "1\n", 'X' => "2\n" ]) {
+            my @l = @$pairs;
+            $l[$_ * 2] = "$mnt/d/$l[$_ * 2]" for 0, 1;
+            spew("$mnt/d/x", "old\n") if $l[0] =~ /x\z/;    # an existing target too
+            ok(!eval { file_set_contents_many(\@l); 1 }, "casefold, $l[0] and $l[2]: the batch fails");
+            like($@, qr/are the same file/, '... as for a target given twice');
+        }
+        is(slurp("$mnt/d/x"), "old\n", 'casefold: the existing target untouched');
+    } else {
+        fail("casefold: $err");
+    }
+    system('umount', $mnt);
+}
+
 done_testing();
