@@ -316,7 +316,10 @@ In this order:
 
 Every argument is read (get-magic and overloading once each), and every
 target is looked at: a file given twice (under any name of the same
-directory), a target that is a directory (or ends in C</>), a missing
+directory; on a directory that folds case, ext4 or tmpfs C<casefold>, vfat,
+cifs, names that differ only in case are one file: that is found in step 2,
+when the second temporary file's name turns out to be the first's, and is
+the same error, with nothing replaced), a target that is a directory (or ends in C</>), a missing
 directory (without C<mkdir>), an existing target under C<noclobber> are errors
 here, before anything is created: no directory is made until every pair has
 passed these checks, and a target ending in C</> never gets its directory
@@ -589,7 +592,20 @@ batch again (the files already replaced are simply written once more).
 =item C<file_set_contents_many: 'FILENAME' is given twice>, C<file_set_contents_many: 'A' and 'B' are the same file>
 
 Two pairs name one file (the second: through another name of its
-directory); nothing is written. Keep one pair per file.
+directory, or, where the directory folds case, a name that differs only in
+case); nothing is written. Keep one pair per file. A pair whose target is
+named like another pair's temporary file (C<x> and C<x.tmp.PID>) is not an
+error: that temporary file takes a random name.
+
+=item C<unable to replace 'FILENAME' - its temporary file 'TEMP' was replaced or removed during the call - $!>
+
+User code that ran while the call owned the temporary file (a signal
+handler, or with L</atomic_writer> any code between it and C<commit>)
+replaced or removed it by name: the file at that name is not the one the
+call wrote, so it is not published. The target is untouched; the file found
+at the temporary name is left alone (only the call's own file is removed).
+C<$!> is C<ESTALE>. Do not write to a name ending in C<.tmp.$$> while a
+write is under way.
 
 =item C<unable to replace 'FILENAME' - Is a directory>
 
@@ -845,6 +861,36 @@ A signal that arrives while the data is written has its handler run after
 the C<close> and before the C<rename>, as in the reference: an C<alarm>
 handler that dies leaves the target untouched and no temporary file. A
 signal after the rename is handled after the call returns.
+
+=item *
+
+Nothing is published but what the call wrote. Before user code can run
+while a call owns temporary files (a signal handler, a C<$SIG{__DIE__}> hook
+of its error, and for L</atomic_writer> everything between it and
+C<commit>), the device and inode of each are noted; the rename, and the
+removal of a temporary file on an error, first check that its name still
+is that file. A handler that replaces a temporary file by name (writes
+C<"$file.tmp.$$"> itself, renames over it, removes it) makes the call fail
+(C<... its temporary file 'TEMP' was replaced or removed during the call>),
+target untouched, the other file left alone. The cost: none where no
+handler runs (C<file_set_contents> stays at 4 system calls, a batch at 5 a
+file); one C<fstat> per temporary file when a handler first runs and one
+C<fstatat> before its rename; the writer always pays one C<fstat> in
+C<atomic_writer> and one C<fstatat> in C<commit>. Not covered: another
+process, or another ithread of this one, that replaces a temporary file
+between that check and the rename (nothing can close that window with
+C<rename>), and C<noclobber>'s link fallback retried after C<EINTR>. Within a
+batch, a temporary file whose name is another pair's target takes a random
+name, so one pair's rename never replaces another's temporary file.
+
+=item *
+
+Cleanup always finishes: a batch out of file descriptors, that cannot
+reopen a directory that left its cache, removes the temporary files there by
+their full name, once that name is seen to lead to the same directory (and
+where user code ran, to the same file). A child forked by a signal handler
+leaves everything its parent made, temporary files and new directories,
+at every step.
 
 =item *
 
