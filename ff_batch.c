@@ -648,6 +648,18 @@ int ff_batch_commit(struct ff_batch *b, long pid)
     return err;
 }
 
+int ff_batch_has_work(const struct ff_batch *b)
+{
+    size_t i;
+
+    if (!b->done && b->nmade)
+        return 1;
+    for (i = 0; i < b->n; i++)
+        if (b->files[i].a.created)
+            return 1;
+    return 0;
+}
+
 void ff_batch_forget(struct ff_batch *b)
 {
     size_t i;

@@ -158,6 +158,10 @@ int ff_batch_commit(struct ff_batch *b, long pid);
  * once. */
 void ff_batch_discard(struct ff_batch *b);
 
+/* 1 while discard would remove something: a temp, or (the batch not
+ * done) a directory it made. */
+int ff_batch_has_work(const struct ff_batch *b);
+
 /* Before user code may run (signal handlers, a croak's $SIG{__DIE__}):
  * the identity of every temp made since the last call is noted (an fstat
  * each, none when there is no new temp), so that the renames and the

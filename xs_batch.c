@@ -17,12 +17,12 @@
  * that unwinds its copy of this cleanup must leave them to the parent, at
  * every step (new directories before any temp exists too). $$ is compared,
  * not getpid(): a script may have assigned $$, and perl sets the child's
- * own. */
+ * own. Asked only when there is something to remove. */
 static void S_batch_discard(pTHX_ void *batch)
 {
     struct ff_batch *b = (struct ff_batch *)batch;
 
-    if (dollar_pid() != (IV)b->pid)
+    if (ff_batch_has_work(b) && dollar_pid() != (IV)b->pid)
         ff_batch_forget(b);
     ff_batch_discard(b);
 }
