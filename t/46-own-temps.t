@@ -155,4 +155,23 @@ SKIP: {
     system('umount', $mnt);
 }
 
+# ---- a handler run during a batch's renames (EINTR of the first) that
+# replaces the second temp: the second is not published
+SKIP: {
+    my $why = strace_why();
+    skip $why, 4 if $why;
+    my $t = "$dir/r-" . ++$n;
+    spew("$t.b", "old\n");
+    my $r = strace_call('local $SIG{ALRM} = sub { file_set_contents("$T.b.tmp.$$", "other\n") };'
+                        . ' file_set_contents_many([ $T => "mine\n", "$T.b" => "b\n" ])',
+                        target => $t, pid => $FFTest::PID, trace => ['renameat'],
+                        inject => ['renameat:error=EINTR:signal=SIGALRM:when=1']);
+    ok(!$r->{ok}, 'handler in the renames replaces a temp: the batch fails');
+    is($r->{err}, "file_set_contents_many: replaced '$t', then unable to replace '$t.b' - its temporary file "
+                  . "'$t.b.tmp.$FFTest::PID' was replaced or removed during the call - Stale file handle\n",
+       '... naming what was replaced');
+    is(slurp("$t.b"), "old\n", '... that target untouched');
+    is(slurp("$t.b.tmp.$FFTest::PID"), "other\n", "... the handler's file left alone");
+}
+
 done_testing();
