@@ -144,7 +144,8 @@ int ff_batch_init(struct ff_batch *b, size_t n, const struct ff_options *opt,
 int ff_batch_add(struct ff_batch *b, const char *path, const char *buf, size_t len);
 
 /* Everything, in the order described above; temps are named
- * "<target>.tmp.<pid>". Returns 0 or an errno: then b->failed and that
+ * "<target>.tmp.<pid>" (a random suffix added where that name is taken, or
+ * is another pair's target). Returns 0 or an errno: then b->failed and that
  * file's a.step say where, or b->failed_dir and b->dir_step, or
  * dup_first/dup_second name a target given twice (EINVAL); b->renamed
  * tells how far the renames got. From the first rename to the return,
