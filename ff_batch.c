@@ -406,8 +406,8 @@ static int write_all(struct ff_batch *b)
     return 0;
 }
 
-/* ---- publishing: no handler runs from here on (b->renaming only tells
- * whether a signal came) ---- */
+/* ---- publishing: only temps still the files made; from the first rename
+ * on, a handler's die is held until the end (b->renaming) ---- */
 
 void ff_batch_note_temps(struct ff_batch *b)
 {
@@ -618,8 +618,10 @@ int ff_batch_commit(struct ff_batch *b, long pid)
     /* 3. the renames, in order; with fsync, each directory once. A signal
      * that came meanwhile (its handler only pending) is handled first,
      * while every target is still old: a handler that dies leaves them all
-     * untouched. Then none until the end: a handler that dies cannot
-     * leave the batch half renamed with only its own message. */
+     * untouched; then every temp a handler could have replaced is
+     * checked. From the first rename on, a handler that runs (EINTR) has
+     * its die held until the end (b->renaming): the batch is never left
+     * half renamed with only the handler's message. */
     interrupted(b->intr);
     if ((err = check_temps(b)))
         return err;
@@ -732,7 +734,7 @@ static void remove_temp(struct ff_batch *b, struct ff_batch_file *f)
         FF_SYSCALL(err, NULL, unlinkat(dirfd, name, 0));
 }
 
-void ff_batch_discard(struct ff_batch *b)
+void ff_batch_remove_temps(struct ff_batch *b)
 {
     int saved = errno;
     size_t i;
@@ -748,13 +750,22 @@ void ff_batch_discard(struct ff_batch *b)
     }
     for (i = 0; i < b->n; i++) {
         struct ff_batch_file *f = &b->files[i];
-        struct ff_atomic *a = &f->a;
 
-        if (a->created)
+        if (f->a.created)
             remove_temp(b, f);
-        a->created = 0;
-        ff_atomic_discard(a);
+        f->a.created = 0;
     }
+    errno = saved;
+}
+
+void ff_batch_discard(struct ff_batch *b)
+{
+    int saved = errno;
+    size_t i;
+
+    ff_batch_remove_temps(b);
+    for (i = 0; i < b->n; i++)
+        ff_atomic_discard(&b->files[i].a);
     if (!b->done && !b->forgotten)
         for (i = b->nmade; i-- > 0;)
             unmake(&b->made[i]);

@@ -170,6 +170,10 @@ int ff_batch_has_work(const struct ff_batch *b);
  * intr callback runs. */
 void ff_batch_note_temps(struct ff_batch *b);
 
+/* The temps still ours closed and removed (as discard does), nothing
+ * freed: before the glue croaks. Keeps errno, runs no intr callback. */
+void ff_batch_remove_temps(struct ff_batch *b);
+
 /* A forked child (a signal handler that forked, unwinding its copy of the
  * parent's cleanup) calls this before ff_batch_discard: the temps and new
  * directories are the parent's, so they are only closed, never removed. */

@@ -801,7 +801,7 @@ int ff_atomic_commit(struct ff_atomic *a)
     return 0;
 }
 
-void ff_atomic_discard(struct ff_atomic *a)
+void ff_atomic_remove_temp(struct ff_atomic *a)
 {
     int saved = errno, err;
 
@@ -809,11 +809,19 @@ void ff_atomic_discard(struct ff_atomic *a)
         close(a->fd);
         a->fd = -1;
     }
-    /* no callback: this runs while perl unwinds, where no handler may
-     * run; EINTR (FUSE, NFS) is still retried, bounded */
+    /* no callback: this runs while perl unwinds, or is about to, where no
+     * handler may run; EINTR (FUSE, NFS) is still retried, bounded */
     if (a->created && ff_atomic_temp_ours(a, AT_FDCWD, a->temp) == 0)
         FF_SYSCALL(err, NULL, unlink(a->temp));
     a->created = 0;
+    errno = saved;
+}
+
+void ff_atomic_discard(struct ff_atomic *a)
+{
+    int saved = errno;
+
+    ff_atomic_remove_temp(a);
     release_step(a);
     free(a->temp);
     free(a->target);

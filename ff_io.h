@@ -149,6 +149,11 @@ int ff_atomic_commit(struct ff_atomic *a);
 void ff_atomic_discard(struct ff_atomic *a);
 void ff_atomic_forget(struct ff_atomic *a);
 
+/* The part of discard that closes the temp's fd and removes the temp
+ * (if still the file made); the paths stay, for an error message. Keeps
+ * errno. */
+void ff_atomic_remove_temp(struct ff_atomic *a);
+
 /* Note the temp's identity (device, inode) unless noted already: from its
  * fd while open, else from its name (relative to dirfd; AT_FDCWD: a->temp
  * as given), which is still ours as long as no user code has run since it

@@ -95,9 +95,10 @@ static void S_batch_croak(pTHX_ struct ff_batch *b, int err, SV **paths)
     SV *replaced;
     size_t i;
 
-    /* croak runs user code ($SIG{__DIE__}) while temps exist: the cleanup
-     * then removes only those still the files made */
-    ff_batch_note_temps(b);
+    /* croak runs user code ($SIG{__DIE__}): the temps go first, as the
+     * cleanup would remove them (same syscalls), so that code never sees
+     * them */
+    ff_batch_remove_temps(b);
 
     if (b->dup_second != (size_t)-1) {
         SV *first = paths[b->dup_first], *second = paths[b->dup_second];

@@ -298,9 +298,9 @@ void ffxs_croak_step(pTHX_ struct ff_atomic *a, int err, SV *path)
     bool temp_utf8 = SvUTF8(path) && is_utf8_string((const U8 *)temp, 0);
 #define TEMP UTF8fARG(temp_utf8, strlen(temp), temp)
 
-    /* croak runs user code ($SIG{__DIE__}) while the temp exists: the
-     * cleanup then removes it only if it is still the file made */
-    ff_atomic_note_temp(a, AT_FDCWD, temp);
+    /* croak runs user code ($SIG{__DIE__}): the temp goes first, as the
+     * cleanup would remove it (same syscalls), so that code never sees it */
+    ff_atomic_remove_temp(a);
 
     switch (a->step) {
     case FF_STEP_OPEN:
