@@ -865,9 +865,10 @@ signal after the rename is handled after the call returns.
 =item *
 
 Nothing is published but what the call wrote. Before user code can run
-while a call owns temporary files (a signal handler, a C<$SIG{__DIE__}> hook
-of its error, and for L</atomic_writer> everything between it and
-C<commit>), the device and inode of each are noted; the rename, and the
+while a call owns temporary files (a signal handler, and for
+L</atomic_writer> everything between it and C<commit>), the device and
+inode of each are noted (a call that fails removes its temporary files
+before it dies, so a C<$SIG{__DIE__}> hook never sees one); the rename, and the
 removal of a temporary file on an error, first check that its name still
 is that file. A handler that replaces a temporary file by name (writes
 C<"$file.tmp.$$"> itself, renames over it, removes it) makes the call fail
