@@ -38,26 +38,24 @@ struct batch_guard {
     struct ff_batch *b;
 };
 
-static int S_batch_on_eintr(void *ctx)
+static int S_batch_handlers(struct batch_guard *bg, bool renaming)
 {
     dTHX;
-    struct batch_guard *bg = (struct batch_guard *)ctx;
 
     if (!PL_sig_pending)
         return 0;
     ff_batch_note_temps(bg->b);
-    return ffxs_on_eintr(&bg->guard);
+    return renaming ? ffxs_on_eintr_held(&bg->held) : ffxs_on_eintr(&bg->guard);
+}
+
+static int S_batch_on_eintr(void *ctx)
+{
+    return S_batch_handlers((struct batch_guard *)ctx, FALSE);
 }
 
 static int S_batch_on_eintr_renaming(void *ctx)
 {
-    dTHX;
-    struct batch_guard *bg = (struct batch_guard *)ctx;
-
-    if (!PL_sig_pending)
-        return 0;
-    ff_batch_note_temps(bg->b);
-    return ffxs_on_eintr_held(&bg->held);
+    return S_batch_handlers((struct batch_guard *)ctx, TRUE);
 }
 
 /* Croak for a directory that failed: "unable to open directory 'D' - $!",

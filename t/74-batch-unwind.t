@@ -19,16 +19,31 @@ plan skip_all => $why if $why;
 
 my $dir = tempdir();
 
-# ---- a storm during the renames: every renameat interrupted by SIGALRM
-{
-    my $d = "$dir/storm";
-    mkdir $d or die;
+# three files holding "old\n" in a new directory $name of $dir
+sub three_old {
+    my ($name) = @_;
+    my $d = "$dir/$name";
+    mkdir $d or die "mkdir $d: $!";
     my @t = map { "$d/f$_" } 1 .. 3;
     spew($_, "old\n") for @t;
-    my $code = 'our $n = 0; local $SIG{ALRM} = sub { $n++ };'
-        . ' my $w = file_set_contents_many([ map { ($_ => "new\n") } @ARGV ]); "$w $n"';
-    my $r = strace_call($code, args => \@t, trace => ['renameat'],
-                        inject => ['renameat:error=EINTR:signal=SIGALRM:when=1..150'], timeout => 60);
+    return ($d, @t);
+}
+
+# a batch writing "new\n" to @t whose renameat calls number $when fail with
+# EINTR and SIGALRM; the handler counts in $n, then runs $handler. Returns
+# strace_call's result (ret: "written handler-runs").
+sub renames_interrupted {
+    my ($handler, $when, @t) = @_;
+    return strace_call("our \$n = 0; local \$SIG{ALRM} = sub { \$n++; $handler };"
+                       . ' my $w = file_set_contents_many([ map { ($_ => "new\n") } @ARGV ]); "$w $n"',
+                       args => \@t, trace => ['renameat'],
+                       inject => ["renameat:error=EINTR:signal=SIGALRM:when=$when"], timeout => 60);
+}
+
+# ---- a storm during the renames: every renameat interrupted by SIGALRM
+{
+    my ($d, @t) = three_old('storm');
+    my $r = renames_interrupted('', '1..150', @t);
     ok($r->{ok}, 'batch: 150 EINTRs in its renames, each with a signal: it succeeds') or diag $r->{err};
     is($r->{ret}, '3 150', '... 3 files written, the handler ran once for each signal');
     is(join('', map { slurp($_) } @t), "new\n" x 3, '... every target new');
@@ -38,14 +53,8 @@ my $dir = tempdir();
 # ---- a handler that dies during the renames: its die is held until every
 # rename is done (the batch is never left half renamed), then thrown
 {
-    my $d = "$dir/dies";
-    mkdir $d or die;
-    my @t = map { "$d/f$_" } 1 .. 3;
-    spew($_, "old\n") for @t;
-    my $code = '$@ = "before"; local $SIG{ALRM} = sub { die "timeout\n" };'
-        . ' file_set_contents_many([ map { ($_ => "new\n") } @ARGV ])';
-    my $r = strace_call($code, args => \@t, trace => ['renameat'],
-                        inject => ['renameat:error=EINTR:signal=SIGALRM:when=2']);
+    my ($d, @t) = three_old('dies');
+    my $r = renames_interrupted('die "timeout\n"', 2, @t);
     is($r->{injected}, 1, 'dying handler: the second rename interrupted');
     ok(!$r->{ok}, 'dying handler: the call dies');
     is($r->{err}, "timeout\n", "... with the handler's die");
