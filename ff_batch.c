@@ -1,4 +1,4 @@
-/* ff_batch.c - file_set_contents_many's syscalls, without perl.
+/* ff_batch.c - file_set_contents_many's syscalls, without perl: its steps.
  *
  * Per file without fsync: fstatat (is the target a directory? preserve and
  * if_changed need it anyway), openat, write, close, renameat, all relative
@@ -10,15 +10,14 @@
  * each directory is fsynced once after the renames. bench/barrier.c
  * measured the alternatives.
  *
- * Directories are grouped by name with one sort of the runs of files that
- * share one (a batch in one directory sorts nothing), told apart by device
- * and inode with one sort of the directories, and targets given twice are
- * found with a hash: nothing compares every pair.
+ * The names, grouping and duplicates are in ff_batch_group.c, the
+ * directory cache in ff_batch_cache.c, the barrier's threads in
+ * ff_batch_barrier.c.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE     /* sync_file_range, O_PATH, statx (ff_compat.h) */
 #endif
-#include "ff_batch.h"
+#include "ff_batch_int.h"
 #include "ff_syscall.h"
 
 #include <errno.h>
@@ -28,23 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <pthread.h>
-#include <signal.h>
-#include <sys/resource.h>
-#include <time.h>
-
-#define FF_NONE FF_BATCH_NONE
-
-/* A directory is opened only to look names up in it: O_PATH needs no read
- * permission (a 0300 directory works, as with file_set_contents; the
- * portable build's fallback needs it, see ff_compat.h). */
-#define FF_DIR_FLAGS (FF_O_PATH | O_DIRECTORY | O_CLOEXEC)
-
-/* "cannot do that here" answers of the sync calls: not errors */
-#define FF_CANNOT_SYNC(err) ((err) == EINVAL || (err) == ENOSYS || (err) == EOPNOTSUPP)
-
-#define LEAF(f) ((f)->a.target + (f)->leaf)
-#define TEMP_LEAF(f) ((f)->a.temp + (f)->leaf)
 
 int ff_batch_init(struct ff_batch *b, size_t n, const struct ff_options *opt,
                   const struct ff_eintr *intr)
@@ -79,310 +61,7 @@ int ff_batch_add(struct ff_batch *b, const char *path, const char *buf, size_t l
     return err;
 }
 
-/* ---- names ---- */
-
-/* The temp's name: "<target>" + suffix (".tmp.<pid>", made once per
- * batch), room left for a random suffix; where the leaf starts, and the
- * length of the directory part as ff_dir_of cuts it (0: "."). */
-static int name_temp(struct ff_batch_file *f, const char *suffix, size_t suffix_len)
-{
-    const char *t = f->a.target, *slash = strrchr(t, '/');
-    size_t len = strlen(t);
-
-    f->leaf = slash ? (size_t)(slash + 1 - t) : 0;
-    if (slash) {
-        while (slash > t && slash[-1] == '/')
-            slash--;
-        f->dir_len = slash == t ? 1 : (size_t)(slash - t);     /* "/x": "/" */
-    }
-    if (!(f->a.temp = malloc(len + suffix_len + FF_TEMP_SUFFIX_MAX)))
-        return ENOMEM;
-    memcpy(f->a.temp, t, len);
-    memcpy(f->a.temp + len, suffix, suffix_len + 1);
-    return 0;
-}
-
-static int same_dir_name(const struct ff_batch_file *x, const struct ff_batch_file *y)
-{
-    return x->dir_len == y->dir_len && memcmp(x->a.target, y->a.target, x->dir_len) == 0;
-}
-
-static int cmp_dir_name(const struct ff_batch_file *x, const struct ff_batch_file *y)
-{
-    size_t n = x->dir_len < y->dir_len ? x->dir_len : y->dir_len;
-    int c = memcmp(x->a.target, y->a.target, n);
-    return c ? c : (x->dir_len > y->dir_len) - (x->dir_len < y->dir_len);
-}
-
-/* files[start .. start + len): consecutive files in one directory (qsort has
- * no context argument: each run carries the files) */
-struct ff_run { const struct ff_batch_file *files; size_t start, len; };
-
-static int cmp_run(const void *x, const void *y)
-{
-    const struct ff_run *p = x, *q = y;
-    int c = cmp_dir_name(&p->files[p->start], &q->files[q->start]);
-    return c ? c : (p->start > q->start) - (p->start < q->start);
-}
-
-/* b->order: the files grouped by directory name; b->dirs: one per name,
- * in name order (a parent before its subdirectories: mkdir relies on it). */
-static int group_by_dir(struct ff_batch *b)
-{
-    struct ff_run *runs;
-    size_t nruns = 0, i, j, k;
-
-    if (!(b->order = malloc(b->n * sizeof *b->order)) || !(runs = malloc(b->n * sizeof *runs)))
-        return ENOMEM;
-    for (i = 0; i < b->n; i++) {
-        if (i == 0 || !same_dir_name(&b->files[i - 1], &b->files[i])) {
-            runs[nruns].files = b->files;
-            runs[nruns].start = i;
-            runs[nruns++].len = 0;
-        }
-        runs[nruns - 1].len++;
-    }
-    if (nruns > 1)
-        qsort(runs, nruns, sizeof *runs, cmp_run);
-    if (!(b->dirs = calloc(nruns, sizeof *b->dirs))) {
-        free(runs);
-        return ENOMEM;
-    }
-    for (i = j = 0; i < nruns; i++) {
-        const struct ff_batch_file *first = &b->files[runs[i].start];
-        struct ff_batch_dir *d = &b->dirs[b->ndirs];
-
-        if (i == 0 || !same_dir_name(&b->files[runs[i - 1].start], first)) {
-            size_t len = first->dir_len ? first->dir_len : 1;
-            d->fd = -1;
-            d->same_as = b->ndirs;
-            d->first = j;
-            if (!(d->path = malloc(len + 1))) {
-                free(runs);
-                return ENOMEM;
-            }
-            memcpy(d->path, first->dir_len ? first->a.target : ".", len);
-            d->path[len] = '\0';
-            b->ndirs++;
-        }
-        d = &b->dirs[b->ndirs - 1];
-        for (k = runs[i].start; k < runs[i].start + runs[i].len; k++) {
-            b->order[j++] = k;
-            b->files[k].dir = b->ndirs - 1;
-            d->count++;
-        }
-    }
-    free(runs);
-    return 0;
-}
-
-/* ---- the directory cache: at most cache_cap O_PATH fds ---- */
-
-static size_t fd_budget(void)
-{
-    struct rlimit rl;
-    size_t limit = 1024;
-
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
-        limit = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (rlim_t)1 << 20 ? (size_t)1 << 20
-                                                                             : (size_t)rl.rlim_cur;
-    /* half for the batch, the rest for the process that calls it (and the
-     * batch gives fds back when it runs out: EMFILE evicts a directory or
-     * runs a window's barrier early) */
-    return limit / 2 < 2 ? 2 : limit / 2;
-}
-
-static int make_cache(struct ff_batch *b)
-{
-    /* a few files cannot hold many fds: no getrlimit for them */
-    size_t budget = b->n <= 4 ? 2 * b->n : fd_budget(), i;
-
-    if (b->opt.fsync) {
-        b->window_cap = budget / 2 < 1 ? 1 : budget / 2 > FF_BATCH_OPEN_MAX ? FF_BATCH_OPEN_MAX : budget / 2;
-        if (!(b->window = malloc(b->window_cap * sizeof *b->window)))
-            return ENOMEM;
-    }
-    b->cache_cap = budget - b->window_cap;
-    if (b->cache_cap < 1)
-        b->cache_cap = 1;
-    if (b->cache_cap > FF_BATCH_DIRS_MAX)
-        b->cache_cap = FF_BATCH_DIRS_MAX;
-    if (b->cache_cap > b->ndirs)
-        b->cache_cap = b->ndirs;
-    if (!(b->cache = malloc(b->cache_cap * sizeof *b->cache)))
-        return ENOMEM;
-    for (i = 0; i < b->cache_cap; i++)
-        b->cache[i] = FF_NONE;
-    return 0;
-}
-
-static void close_dir(struct ff_batch *b, size_t slot)
-{
-    struct ff_batch_dir *d = &b->dirs[b->cache[slot]];
-    struct stat st;
-
-    /* Whatever leaves the cache is reopened by name and must prove it is
-     * the same directory: its identity is taken now, from the fd. (An
-     * fstat that fails leaves an identity no directory has: the reopen
-     * fails with ESTALE.) */
-    if (!d->statted) {
-        int ok = fstat(d->fd, &st) == 0;
-        d->dev = ok ? st.st_dev : 0;
-        d->ino = ok ? st.st_ino : 0;
-        d->statted = 1;
-    }
-    ff_close_read(d->fd);
-    d->fd = -1;
-    b->cache[slot] = FF_NONE;
-}
-
-/* Out of fds (EMFILE): close a cached directory other than dirs[keep]. */
-static int evict_one(struct ff_batch *b, size_t keep)
-{
-    size_t i;
-
-    for (i = 0; i < b->cache_cap; i++)
-        if (b->cache[i] != FF_NONE && b->cache[i] != keep) {
-            close_dir(b, i);
-            return 1;
-        }
-    return 0;
-}
-
-/* dirs[k]'s fd, opened into the cache if it is not there. A directory seen
- * before must be the same one (it may have been moved meanwhile: then its
- * name leads elsewhere): ESTALE if not. */
-static int dir_fd(struct ff_batch *b, size_t k, const struct ff_eintr *intr)
-{
-    struct ff_batch_dir *d = &b->dirs[k];
-    size_t slot;
-    struct stat st;
-    int err;
-
-    if (d->fd >= 0)
-        return 0;
-    /* The phases scan the directories in order (look, write) and again in
-     * the caller's order (rename): a plain FIFO smaller than the scan
-     * misses on every directory. So most slots, once filled, stay (hits in
-     * every scan); an eighth turns over, for the directories a phase
-     * comes back to soon (the caller's order may alternate a few). At
-     * least four (half of a smaller cache): one slot that turns over
-     * reopened two alternating directories for every file. */
-    if (b->cache_fill < b->cache_cap) {
-        slot = b->cache_fill++;
-    } else {
-        size_t turn = b->cache_cap / 8;
-        if (turn < 4)
-            turn = b->cache_cap / 2 < 4 ? b->cache_cap / 2 : 4;
-        if (turn < 1)
-            turn = 1;
-        slot = b->cache_cap - turn + b->cache_next;
-        b->cache_next = (b->cache_next + 1) % turn;
-    }
-    if (b->cache[slot] != FF_NONE)
-        close_dir(b, slot);
-    do
-        FF_SYSCALL(err, intr, d->fd = open(d->path, FF_DIR_FLAGS));
-    while (err == EMFILE && evict_one(b, k));
-    if (err) {
-        d->fd = -1;
-        return err;
-    }
-    if (d->statted || d->need_id) {
-        FF_SYSCALL(err, intr, fstat(d->fd, &st));
-        if (err) {
-            ff_close_read(d->fd);
-            d->fd = -1;
-            return err;
-        }
-        if (d->statted && (st.st_dev != d->dev || st.st_ino != d->ino)) {
-            ff_close_read(d->fd);
-            d->fd = -1;
-            return ESTALE;
-        }
-        d->dev = st.st_dev;
-        d->ino = st.st_ino;
-        d->statted = 1;
-    }
-    b->cache[slot] = k;
-    return 0;
-}
-
 /* ---- looking: nothing is changed ---- */
-
-/* FNV-1a of a leaf, from the batch's random seed (and a directory index:
- * NONE for the leaf alone) */
-static uint64_t leaf_hash(const struct ff_batch *b, size_t dir, const char *leaf)
-{
-    const unsigned char *p = (const unsigned char *)leaf;
-    uint64_t h = (1469598103934665603ULL ^ b->seed) ^ (uint64_t)dir * 0x9e3779b97f4a7c15ULL;
-
-    while (*p)
-        h = (h ^ *p++) * 1099511628211ULL;
-    return h;
-}
-
-/* The name hashes' seed, without a syscall (getrandom would be one more
- * per batch): the vDSO clock and the randomized stack address. Enough that
- * no list of names collides in every run. */
-static uint64_t hash_seed(const struct ff_batch *b)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ((uint64_t)ts.tv_nsec << 24) ^ (uint64_t)ts.tv_sec ^ (uint64_t)(uintptr_t)&ts
-           ^ (uint64_t)(uintptr_t)b->files;
-}
-
-/* A slot table for n file indices (index + 1; 0: empty), its mask */
-static size_t *make_slots(size_t n, size_t *mask)
-{
-    size_t size = 16;
-
-    while (size < 2 * n)
-        size *= 2;
-    *mask = size - 1;
-    return calloc(size, sizeof(size_t));
-}
-
-/* Which directories need their device and inode: only two names of one
- * directory holding the same leaf make a duplicate, so only directories
- * that share a leaf with another directory name are fstatted (with fsync,
- * all: one fsync per directory). A batch whose leaves differ, or in one
- * directory, costs no fstat. */
-static int mark_need_id(struct ff_batch *b)
-{
-    size_t mask, i, s, *slots;
-
-    if (b->ndirs < 2)
-        return 0;
-    if (b->opt.fsync) {
-        for (i = 0; i < b->ndirs; i++)
-            b->dirs[i].need_id = 1;
-        return 0;
-    }
-    if (!(slots = make_slots(b->n, &mask)))
-        return ENOMEM;
-    for (i = 0; i < b->n; i++) {
-        const struct ff_batch_file *f = &b->files[i];
-
-        /* a leaf is stored once: many files of one leaf do not make a long
-         * probe, each stops at the first */
-        for (s = (size_t)leaf_hash(b, FF_NONE, LEAF(f)) & mask; slots[s]; s = (s + 1) & mask) {
-            const struct ff_batch_file *g = &b->files[slots[s] - 1];
-            if (strcmp(LEAF(g), LEAF(f)) == 0)
-                break;
-        }
-        if (!slots[s]) {
-            slots[s] = i + 1;
-        } else if (b->files[slots[s] - 1].dir != f->dir) {
-            b->dirs[b->files[slots[s] - 1].dir].need_id = 1;
-            b->dirs[f->dir].need_id = 1;
-        }
-    }
-    free(slots);
-    return 0;
-}
 
 /* The old target: not a directory, absent under noclobber, its stat kept
  * for preserve and if_changed. Without those two only its type is needed,
@@ -455,7 +134,7 @@ static int look_at_dirs(struct ff_batch *b)
 
         b->failed_dir = k;
         b->dir_step = FF_DIR_OPEN;
-        err = dir_fd(b, k, b->intr);
+        err = ff_batch_dir_fd(b, k, b->intr);
         if (err == ENOENT && b->opt.mkdir) {
             d->missing = 1;     /* made once every pair has passed */
             continue;
@@ -476,71 +155,6 @@ static int look_at_dirs(struct ff_batch *b)
     return 0;
 }
 
-static int cmp_dev_ino(const void *x, const void *y)
-{
-    const struct ff_batch_dir *p = *(const struct ff_batch_dir *const *)x;
-    const struct ff_batch_dir *q = *(const struct ff_batch_dir *const *)y;
-
-    if (p->dev != q->dev)
-        return p->dev < q->dev ? -1 : 1;
-    if (p->ino != q->ino)
-        return p->ino < q->ino ? -1 : 1;
-    return (p > q) - (p < q);
-}
-
-/* Two names of one directory: one stands for both (one fd, one fsync, and
- * a target given under both names is found by find_duplicate). */
-static int merge_same_dirs(struct ff_batch *b)
-{
-    struct ff_batch_dir **byid;
-    size_t k, m = 0;
-
-    if (b->ndirs < 2)
-        return 0;
-    if (!(byid = malloc(b->ndirs * sizeof *byid)))
-        return ENOMEM;
-    for (k = 0; k < b->ndirs; k++)
-        if (b->dirs[k].statted)
-            byid[m++] = &b->dirs[k];
-    qsort(byid, m, sizeof *byid, cmp_dev_ino);
-    for (k = 0; k < m; k++)
-        byid[k]->same_as = k > 0 && byid[k]->dev == byid[k - 1]->dev && byid[k]->ino == byid[k - 1]->ino
-                           ? byid[k - 1]->same_as : (size_t)(byid[k] - b->dirs);
-    free(byid);
-    for (k = 0; k < b->n; k++)
-        b->files[k].dir = b->dirs[b->files[k].dir].same_as;
-    return 0;
-}
-
-/* Two entries for one name in one directory: the second would silently
- * replace the first. A hash of (directory, leaf). */
-static int find_duplicate(struct ff_batch *b)
-{
-    size_t mask, i, *slots;
-
-    if (b->n < 2)
-        return 0;
-    if (!(slots = make_slots(b->n, &mask)))
-        return ENOMEM;
-    for (i = 0; i < b->n; i++) {
-        const struct ff_batch_file *f = &b->files[i];
-        size_t s;
-
-        for (s = (size_t)leaf_hash(b, f->dir, LEAF(f)) & mask; slots[s]; s = (s + 1) & mask) {
-            const struct ff_batch_file *g = &b->files[slots[s] - 1];
-            if (g->dir == f->dir && strcmp(LEAF(g), LEAF(f)) == 0) {
-                b->dup_first = slots[s] - 1;
-                b->dup_second = i;
-                free(slots);
-                return EINVAL;
-            }
-        }
-        slots[s] = i + 1;
-    }
-    free(slots);
-    return 0;
-}
-
 /* ---- changing: directories made, temps written ---- */
 
 /* After mkdir: a target that was absent may be a directory now, made for
@@ -557,7 +171,7 @@ static int look_again(struct ff_batch *b)
         if (b->files[i].existed)
             continue;           /* it was there: no mkdir made it a directory */
         b->failed = i;
-        if ((err = dir_fd(b, b->files[i].dir, b->intr))) {
+        if ((err = ff_batch_dir_fd(b, b->files[i].dir, b->intr))) {
             b->failed = FF_NONE;
             b->failed_dir = b->files[i].dir;
             b->dir_step = err == ESTALE ? FF_DIR_CHANGED : FF_DIR_OPEN;
@@ -602,14 +216,14 @@ static int make_dirs(struct ff_batch *b)
         made->complete = 1;
         d->missing = 0;
         b->dir_step = FF_DIR_OPEN;
-        if ((err = dir_fd(b, k, b->intr)))
+        if ((err = ff_batch_dir_fd(b, k, b->intr)))
             return err;
         any = 1;
     }
     b->failed_dir = FF_NONE;
     b->dir_step = FF_DIR_NONE;
     /* two names of one new directory could only be told apart now */
-    if (any && ((err = merge_same_dirs(b)) || (err = find_duplicate(b)) || (err = look_again(b))))
+    if (any && ((err = ff_batch_merge_same_dirs(b)) || (err = ff_batch_find_duplicate(b)) || (err = look_again(b))))
         return err;
     return 0;
 }
@@ -626,87 +240,6 @@ static int close_temp(struct ff_atomic *a)
     return err;
 }
 
-/* Threads of the barrier: on ext4 the first fdatasync commits the journal
- * for all the temps, and each later one, finding its commit done, still
- * sends the disk a cache flush of its own (one per file). fdatasyncs that
- * wait together on one commit share its flush: a few threads, each
- * syncing its share of the window, send far fewer (bench/barrier.c:
- * sfr+8threads). Every temp is still fdatasynced before any rename. */
-#define FF_SYNC_THREADS 16
-#define FF_SYNC_PER_THREAD 4    /* fewer temps a thread: not worth one */
-
-struct sync_share {
-    struct ff_batch *b;
-    size_t from, to;            /* window[from .. to) */
-    size_t failed;              /* the window slot that failed */
-    int err;
-};
-
-/* fdatasync window[from .. to); no intr callback (threads may be running:
- * no perl code may run), EINTR retried as in the renames */
-static void *sync_share_run(void *p)
-{
-    struct sync_share *s = p;
-    size_t w;
-    int err;
-
-    s->err = 0;
-    for (w = s->from; w < s->to; w++) {
-        FF_SYSCALL(err, NULL, ff_fdatasync(s->b->files[s->b->window[w]].a.fd));
-        if (err && !FF_CANNOT_SYNC(err)) {
-            s->err = err;
-            s->failed = w;
-            break;
-        }
-    }
-    return NULL;
-}
-
-/* The window's fdatasyncs, split among threads (the calling one too).
- * Where a thread cannot be made, the calling thread does its share. The
- * first failure in window order is told. */
-static int sync_window_threaded(struct ff_batch *b, size_t nshares)
-{
-    struct sync_share share[FF_SYNC_THREADS];
-    pthread_t tid[FF_SYNC_THREADS];
-    int started[FF_SYNC_THREADS] = { 0 };
-    pthread_attr_t attr;
-    sigset_t all, old;
-    size_t k;
-    int have_attr;
-
-    for (k = 0; k < nshares; k++) {
-        share[k].b = b;
-        share[k].from = b->window_n * k / nshares;
-        share[k].to = b->window_n * (k + 1) / nshares;
-        share[k].err = 0;
-    }
-    have_attr = pthread_attr_init(&attr) == 0;
-    if (have_attr)
-        pthread_attr_setstacksize(&attr, 64 * 1024);   /* fdatasync needs little */
-    /* the threads take no signal: perl's handlers stay with this thread */
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    for (k = 1; k < nshares; k++)
-        started[k] = pthread_create(&tid[k], have_attr ? &attr : NULL, sync_share_run, &share[k]) == 0;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (have_attr)
-        pthread_attr_destroy(&attr);
-    for (k = 0; k < nshares; k++)
-        if (!started[k])
-            sync_share_run(&share[k]);
-    for (k = 1; k < nshares; k++)
-        if (started[k])
-            pthread_join(tid[k], NULL);
-    for (k = 0; k < nshares; k++) {
-        if (share[k].err) {
-            b->failed = b->window[share[k].failed];
-            return share[k].err;
-        }
-    }
-    return 0;
-}
-
 /* The barrier over the temps of the window: fdatasync each (their
  * writeback was started as they were written), then close them. */
 static int barrier(struct ff_batch *b)
@@ -717,7 +250,7 @@ static int barrier(struct ff_batch *b)
     for (w = 0; w < b->window_n; w++)
         b->files[b->window[w]].a.step = FF_STEP_SYNC;
     if (nshares >= 2) {
-        if ((err = sync_window_threaded(b, nshares > FF_SYNC_THREADS ? FF_SYNC_THREADS : nshares)))
+        if ((err = ff_batch_sync_window_threaded(b, nshares > FF_SYNC_THREADS ? FF_SYNC_THREADS : nshares)))
             return err;
     } else {
         for (w = 0; w < b->window_n; w++) {
@@ -738,8 +271,44 @@ static int barrier(struct ff_batch *b)
     return 0;
 }
 
+/* The plain temp name of files[i] exists: on a directory that folds case
+ * (ext4 or tmpfs casefold, vfat, cifs) it may be the temp of another pair
+ * whose target differs only in case ("A" and "a"), one file: the second
+ * rename would silently replace the first. Then that pair's index, else
+ * NONE. Only asked on EEXIST: nothing is added where names are free. */
+static size_t folded_onto(struct ff_batch *b, size_t i)
+{
+    struct ff_batch_file *f = &b->files[i];
+    int dirfd = b->dirs[f->dir].fd, err;
+    struct stat st, other;
+    size_t j;
+
+    FF_SYSCALL(err, NULL, fstatat(dirfd, TEMP_LEAF(f), &st, AT_SYMLINK_NOFOLLOW));
+    if (err)
+        return FF_NONE;
+    for (j = 0; j < b->n; j++) {
+        struct ff_batch_file *g = &b->files[j];
+
+        if (j == i || g->dir != f->dir || !g->a.created)
+            continue;
+        if (g->a.have_id) {     /* user code ran: its name may lead elsewhere */
+            other.st_dev = g->a.id_dev;
+            other.st_ino = g->a.id_ino;
+        } else {
+            FF_SYSCALL(err, NULL, fstatat(dirfd, TEMP_LEAF(g), &other, AT_SYMLINK_NOFOLLOW));
+            if (err)
+                continue;
+        }
+        if (other.st_dev == st.st_dev && other.st_ino == st.st_ino)
+            return j;
+    }
+    return FF_NONE;
+}
+
 /* Create the temp relative to its directory's fd. As in a single call, an
- * existing temp name is never touched: a random suffix is tried instead.
+ * existing temp name is never touched: a random suffix is tried instead
+ * (unless it is another pair's temp by a name that folds to it: EINVAL,
+ * the targets are one file).
  * Out of fds, the window's barrier runs early, or a directory leaves the
  * cache. */
 static int create_temp(struct ff_batch *b, size_t i)
@@ -749,9 +318,19 @@ static int create_temp(struct ff_batch *b, size_t i)
     size_t base_len = strlen(a->temp);
     int err, tries = 0;
 
+    if (f->temp_is_target) {    /* see ff_batch_find_duplicate */
+        snprintf(a->temp + base_len, FF_TEMP_SUFFIX_MAX, ".%016llx", ff_random_bits());
+        tries = 1;
+    }
     for (;;) {
         err = ff_open_excl(b->dirs[f->dir].fd, TEMP_LEAF(f), ff_temp_mode(a, b->opt.preserve),
                            &a->fd, b->intr);
+        if (err == EEXIST && tries == 0 && (b->dup_first = folded_onto(b, i)) != FF_NONE) {
+            b->dup_second = i;
+            b->failed = FF_NONE;
+            a->fd = -1;
+            return EINVAL;
+        }
         if (err == EEXIST && tries++ < FF_TEMP_TRIES) {
             snprintf(a->temp + base_len, FF_TEMP_SUFFIX_MAX, ".%016llx", ff_random_bits());
             continue;
@@ -763,7 +342,7 @@ static int create_temp(struct ff_batch *b, size_t i)
             a->step = FF_STEP_OPEN;
             continue;
         }
-        if (err == EMFILE && evict_one(b, f->dir))
+        if (err == EMFILE && ff_batch_evict_one(b, f->dir))
             continue;
         break;
     }
@@ -772,6 +351,7 @@ static int create_temp(struct ff_batch *b, size_t i)
         return err;
     }
     a->created = 1;
+    b->unnoted++;
     return 0;
 }
 
@@ -787,7 +367,7 @@ static int write_temp(struct ff_batch *b, size_t i)
         f->unchanged = 1;
         return 0;
     }
-    if ((err = dir_fd(b, f->dir, b->intr))) {
+    if ((err = ff_batch_dir_fd(b, f->dir, b->intr))) {
         b->failed_dir = f->dir;
         b->dir_step = err == ESTALE ? FF_DIR_CHANGED : FF_DIR_OPEN;
         return err;
@@ -826,11 +406,81 @@ static int write_all(struct ff_batch *b)
     return 0;
 }
 
-/* ---- publishing: no intr callback runs from here on ---- */
+/* ---- publishing: only temps still the files made; from the first rename
+ * on, a handler's die is held until the end (b->renaming) ---- */
+
+void ff_batch_note_temps(struct ff_batch *b)
+{
+    size_t i;
+
+    b->user_code_runs++;
+    for (i = 0; i < b->n && b->unnoted; i++) {
+        struct ff_batch_file *f = &b->files[i];
+        int dirfd = b->dirs ? b->dirs[f->dir].fd : -1;
+
+        if (!f->a.created || f->a.have_id)
+            continue;
+        /* no user code ran since it was made: its full name is still good
+         * where its directory left the cache */
+        if (dirfd >= 0)
+            ff_atomic_note_temp(&f->a, dirfd, TEMP_LEAF(f));
+        else
+            ff_atomic_note_temp(&f->a, AT_FDCWD, f->a.temp);
+        b->unnoted--;
+    }
+}
+
+/* Every temp whose identity was noted (user code ran while it existed) is
+ * still that file: checked before the first rename, so that a temp
+ * replaced by a handler fails the batch with every target untouched. */
+static int check_temps(struct ff_batch *b)
+{
+    size_t i;
+    int err;
+
+    if (!b->user_code_runs)
+        return 0;
+    for (i = 0; i < b->n; i++) {
+        struct ff_batch_file *f = &b->files[i];
+
+        if (!f->a.have_id || !f->a.created)
+            continue;
+        b->failed = i;
+        if ((err = ff_batch_dir_fd(b, f->dir, NULL))) {
+            b->failed = FF_NONE;
+            b->failed_dir = f->dir;
+            b->dir_step = err == ESTALE ? FF_DIR_CHANGED : FF_DIR_OPEN;
+            return err;
+        }
+        if ((err = ff_atomic_temp_ours(&f->a, b->dirs[f->dir].fd, TEMP_LEAF(f))))
+            return err;
+    }
+    b->failed = FF_NONE;
+    return 0;
+}
+
+/* renameat of f's temp onto its target, EINTR retried with b->renaming:
+ * a handler that ran meanwhile may have replaced the temp, checked again
+ * before the retry. Without a handler run: one renameat(2). */
+static int rename_temp(struct ff_batch *b, struct ff_batch_file *f, int dirfd)
+{
+    unsigned spins = 0;
+    int err;
+
+    for (;;) {
+        err = renameat(dirfd, TEMP_LEAF(f), dirfd, LEAF(f)) < 0 ? errno : 0;
+        if (err != EINTR || !ff_retry_eintr(b->renaming, &spins))
+            return err;
+        if ((err = ff_atomic_temp_ours(&f->a, dirfd, TEMP_LEAF(f))))
+            return err;
+        f->a.step = FF_STEP_RENAME;
+    }
+}
 
 static int rename_all(struct ff_batch *b)
 {
     size_t i;
+    unsigned long runs = b->user_code_runs;
     int err, unsupported;
 
     for (i = 0; i < b->n; i++) {
@@ -841,18 +491,23 @@ static int rename_all(struct ff_batch *b)
         if (f->unchanged)
             continue;
         b->renamed = i;
-        if ((err = dir_fd(b, f->dir, NULL))) {
+        if ((err = ff_batch_dir_fd(b, f->dir, b->renaming))) {
             b->failed_dir = f->dir;
             b->dir_step = err == ESTALE ? FF_DIR_CHANGED : FF_DIR_OPEN;
             return err;
         }
         a->step = FF_STEP_RENAME;
+        /* a handler ran during the renames: check the temp is still ours */
+        if (b->user_code_runs != runs && (err = ff_atomic_temp_ours(a, d->fd, TEMP_LEAF(f)))) {
+            b->failed = i;
+            return err;
+        }
         if (b->opt.noclobber) {
-            err = ff_noclobber_renameat(d->fd, TEMP_LEAF(f), LEAF(f), &unsupported, NULL);
+            err = ff_noclobber_renameat(d->fd, TEMP_LEAF(f), LEAF(f), &unsupported, b->renaming);
             if (err && unsupported)
                 a->step = FF_STEP_NOCLOBBER;
         } else {
-            FF_SYSCALL(err, NULL, renameat(d->fd, TEMP_LEAF(f), d->fd, LEAF(f)));
+            err = rename_temp(b, f, d->fd);
         }
         if (err) {
             b->failed = i;
@@ -872,16 +527,16 @@ static int sync_dir(struct ff_batch *b, size_t k)
 {
     int err;
 
-    if ((err = dir_fd(b, k, NULL)))
+    if ((err = ff_batch_dir_fd(b, k, b->renaming)))
         return err;
     do
-        FF_SYSCALL(err, NULL, b->sync_fd = openat(b->dirs[k].fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    while (err == EMFILE && evict_one(b, k));
+        FF_SYSCALL(err, b->renaming, b->sync_fd = openat(b->dirs[k].fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    while (err == EMFILE && ff_batch_evict_one(b, k));
     if (err) {
         b->sync_fd = -1;
         return err;
     }
-    FF_SYSCALL(err, NULL, fsync(b->sync_fd));
+    FF_SYSCALL(err, b->renaming, fsync(b->sync_fd));
     ff_close_read(b->sync_fd);
     b->sync_fd = -1;
     return FF_CANNOT_SYNC(err) ? 0 : err;
@@ -903,10 +558,10 @@ static int sync_dirs(struct ff_batch *b)
         do {
             if (!(copy = strdup(m->path)))  /* cut in place: the path stays for discard */
                 return ENOMEM;
-            err = ff_sync_parents(copy, m->levels, &b->sync_fd, NULL);
+            err = ff_sync_parents(copy, m->levels, &b->sync_fd, b->renaming);
             if (err == EMFILE)
                 free(copy);
-        } while (err == EMFILE && evict_one(b, FF_NONE));
+        } while (err == EMFILE && ff_batch_evict_one(b, FF_NONE));
         if (err == EMFILE && !(copy = strdup(m->path)))
             return ENOMEM;
         if (err && !FF_CANNOT_SYNC(err)) {
@@ -939,20 +594,20 @@ int ff_batch_commit(struct ff_batch *b, long pid)
     b->pid = pid;
     if (b->n == 0)
         return 0;
-    b->seed = hash_seed(b);
+    b->seed = ff_batch_hash_seed(b);
     /* 1. look: names, directories, targets, duplicates; nothing changes */
     for (i = 0; i < b->n; i++) {
         struct ff_batch_file *f = &b->files[i];
 
         b->failed = i;
-        if ((err = ff_atomic_prepare(&f->a)) || (err = name_temp(f, suffix, suffix_len)))
+        if ((err = ff_atomic_prepare(&f->a)) || (err = ff_batch_name_temp(f, suffix, suffix_len)))
             return err;
         if (!*LEAF(f))          /* "dir/" names a directory: no mkdir for it */
             return EISDIR;
     }
     b->failed = FF_NONE;
-    if ((err = group_by_dir(b)) || (err = make_cache(b)) || (err = mark_need_id(b)) || (err = look_at_dirs(b))
-        || (err = merge_same_dirs(b)) || (err = find_duplicate(b)))
+    if ((err = ff_batch_group_by_dir(b)) || (err = ff_batch_make_cache(b)) || (err = ff_batch_mark_need_id(b)) || (err = look_at_dirs(b))
+        || (err = ff_batch_merge_same_dirs(b)) || (err = ff_batch_find_duplicate(b)))
         return err;
 
     /* 2. the missing directories; every temp written in full, with fsync
@@ -963,9 +618,13 @@ int ff_batch_commit(struct ff_batch *b, long pid)
     /* 3. the renames, in order; with fsync, each directory once. A signal
      * that came meanwhile (its handler only pending) is handled first,
      * while every target is still old: a handler that dies leaves them all
-     * untouched. Then none until the end: a handler that dies cannot
-     * leave the batch half renamed with only its own message. */
+     * untouched; then every temp a handler could have replaced is
+     * checked. From the first rename on, a handler that runs (EINTR) has
+     * its die held until the end (b->renaming): the batch is never left
+     * half renamed with only the handler's message. */
     interrupted(b->intr);
+    if ((err = check_temps(b)))
+        return err;
     err = rename_all(b);
     if (!err)
         b->done = 1;            /* the new directories stay */
@@ -991,10 +650,12 @@ int ff_batch_commit(struct ff_batch *b, long pid)
     return err;
 }
 
-int ff_batch_has_temps(const struct ff_batch *b)
+int ff_batch_has_work(const struct ff_batch *b)
 {
     size_t i;
 
+    if (!b->done && b->nmade)
+        return 1;
     for (i = 0; i < b->n; i++)
         if (b->files[i].a.created)
             return 1;
@@ -1041,29 +702,70 @@ static void unmake(struct ff_batch_made *m)
     }
 }
 
-void ff_batch_discard(struct ff_batch *b)
+/* 1 when the name of dirs[k] still leads to the directory first opened */
+static int dir_name_same(const struct ff_batch *b, size_t k)
 {
-    int saved = errno, err;
+    const struct ff_batch_dir *d = &b->dirs[k];
+    struct stat st;
+    int err;
+
+    FF_SYSCALL(err, NULL, stat(d->path, &st));
+    return !err && d->statted && st.st_dev == d->dev && st.st_ino == d->ino;
+}
+
+/* unlink f's temp if it is still the file made: relative to its
+ * directory (a parent moved meanwhile does not leave it behind, nor remove
+ * another file of that name); where the directory cannot be reopened (out
+ * of fds), by its full name, once that name is shown to lead to the same
+ * directory and (user code ran) to the same file. Unwinding: no handler
+ * runs, EINTR (FUSE) retried, bounded. */
+static void remove_temp(struct ff_batch *b, struct ff_batch_file *f)
+{
+    int dirfd = AT_FDCWD, err;
+    const char *name = f->a.temp;
+
+    if (b->cache_cap && ff_batch_dir_fd(b, f->dir, NULL) == 0) {
+        dirfd = b->dirs[f->dir].fd;
+        name = TEMP_LEAF(f);
+    } else if (!b->cache_cap || !dir_name_same(b, f->dir)) {
+        return;
+    }
+    if (ff_atomic_temp_ours(&f->a, dirfd, name) == 0)
+        FF_SYSCALL(err, NULL, unlinkat(dirfd, name, 0));
+}
+
+void ff_batch_remove_temps(struct ff_batch *b)
+{
+    int saved = errno;
     size_t i;
 
+    /* the temps' fds first: out of fds, they are what reopens directories */
     for (i = 0; i < b->n; i++) {
-        struct ff_batch_file *f = &b->files[i];
-        struct ff_atomic *a = &f->a;
+        struct ff_atomic *a = &b->files[i].a;
 
         if (a->fd >= 0) {
             close(a->fd);
             a->fd = -1;
         }
-        /* relative to its directory: a parent moved meanwhile does not
-         * leave it behind (nor remove another file of that name) */
-        if (a->created && b->cache_cap && dir_fd(b, f->dir, NULL) == 0) {
-            /* unwinding: no handler runs, EINTR (FUSE) retried, bounded */
-            FF_SYSCALL(err, NULL, unlinkat(b->dirs[f->dir].fd, TEMP_LEAF(f), 0));
-            a->created = 0;
-        }
-        a->created = 0;
-        ff_atomic_discard(a);
     }
+    for (i = 0; i < b->n; i++) {
+        struct ff_batch_file *f = &b->files[i];
+
+        if (f->a.created)
+            remove_temp(b, f);
+        f->a.created = 0;
+    }
+    errno = saved;
+}
+
+void ff_batch_discard(struct ff_batch *b)
+{
+    int saved = errno;
+    size_t i;
+
+    ff_batch_remove_temps(b);
+    for (i = 0; i < b->n; i++)
+        ff_atomic_discard(&b->files[i].a);
     if (!b->done && !b->forgotten)
         for (i = b->nmade; i-- > 0;)
             unmake(&b->made[i]);

@@ -47,6 +47,8 @@ struct ff_batch_file {
                              * and a.temp alike (temp = target + suffix) */
     size_t dir_len;         /* the directory part: a.target[0..dir_len), 0 for "." */
     int unchanged;          /* if_changed: the target already holds buf */
+    int temp_is_target;     /* its plain temp name is another pair's target
+                             * (in the same directory): a random one is taken */
     int existed;            /* the look found the target (not a directory) */
 };
 
@@ -92,6 +94,13 @@ struct ff_batch_made {
 struct ff_batch {
     struct ff_options opt;
     const struct ff_eintr *intr;
+    /* intr of the renames and directory syncs: it runs the pending
+     * handlers (a storm of signals must not fail the batch, and perl
+     * keeps at most 120 of one pending) but may not leave them half done:
+     * it returns even when a handler dies (the glue throws that die once
+     * the call is done). NULL: no callback there, EINTR bounded as if no
+     * signal came. */
+    const struct ff_eintr *renaming;
     struct ff_batch_file *files;
     size_t n;               /* files[0..n) were added */
     size_t cap;
@@ -118,6 +127,8 @@ struct ff_batch {
     uint64_t seed;          /* of the name hashes: no list of names can be
                              * made to collide in advance */
     long pid;               /* the process whose temps these are */
+    size_t unnoted;         /* temps made whose identity is not noted yet */
+    unsigned long user_code_runs; /* times ff_batch_note_temps ran */
     int done;               /* committed: the directories made stay */
     int forgotten;          /* a forked child's copy: touch nothing */
     const char *tail;       /* bytes appended to every file ($\), else "" */
@@ -133,12 +144,13 @@ int ff_batch_init(struct ff_batch *b, size_t n, const struct ff_options *opt,
 int ff_batch_add(struct ff_batch *b, const char *path, const char *buf, size_t len);
 
 /* Everything, in the order described above; temps are named
- * "<target>.tmp.<pid>". Returns 0 or an errno: then b->failed and that
+ * "<target>.tmp.<pid>" (a random suffix added where that name is taken, or
+ * is another pair's target). Returns 0 or an errno: then b->failed and that
  * file's a.step say where, or b->failed_dir and b->dir_step, or
  * dup_first/dup_second name a target given twice (EINVAL); b->renamed
- * tells how far the renames got. From the first rename to the return no
- * intr callback runs (EINTR is retried at once): pending handlers run
- * once every rename (and with fsync every directory sync) is done. */
+ * tells how far the renames got. From the first rename to the return,
+ * EINTR is retried with b->renaming, not intr: the renames (and with fsync
+ * the directory syncs) are never cut short by a handler. */
 int ff_batch_commit(struct ff_batch *b, long pid);
 
 /* Close and unlink whatever is still ours (relative to the directory fds),
@@ -147,8 +159,20 @@ int ff_batch_commit(struct ff_batch *b, long pid);
  * once. */
 void ff_batch_discard(struct ff_batch *b);
 
-/* 1 while b has a temp file it would remove. */
-int ff_batch_has_temps(const struct ff_batch *b);
+/* 1 while discard would remove something: a temp, or (the batch not
+ * done) a directory it made. */
+int ff_batch_has_work(const struct ff_batch *b);
+
+/* Before user code may run (signal handlers, a croak's $SIG{__DIE__}):
+ * the identity of every temp made since the last call is noted (an fstat
+ * each, none when there is no new temp), so that the renames and the
+ * cleanup touch only the files this batch made (ff_atomic_note_temp). No
+ * intr callback runs. */
+void ff_batch_note_temps(struct ff_batch *b);
+
+/* The temps still ours closed and removed (as discard does), nothing
+ * freed: before the glue croaks. Keeps errno, runs no intr callback. */
+void ff_batch_remove_temps(struct ff_batch *b);
 
 /* A forked child (a signal handler that forked, unwinding its copy of the
  * parent's cleanup) calls this before ff_batch_discard: the temps and new

@@ -734,6 +734,24 @@ static int sync_dirs(struct ff_atomic *a)
     return err;
 }
 
+/* rename(temp, target), EINTR retried: a handler that ran meanwhile (its
+ * identity then noted) may have replaced the temp, which is checked again
+ * before the retry. Without a handler run: one rename(2), nothing more. */
+static int rename_own(struct ff_atomic *a)
+{
+    unsigned spins = 0;
+    int err;
+
+    for (;;) {
+        err = rename(a->temp, a->target) < 0 ? errno : 0;
+        if (err != EINTR || !ff_retry_eintr(a->intr, &spins))
+            return err;
+        if ((err = ff_atomic_temp_ours(a, AT_FDCWD, a->temp)))
+            return err;
+        a->step = FF_STEP_RENAME;
+    }
+}
+
 int ff_atomic_commit(struct ff_atomic *a)
 {
     int err;
@@ -762,11 +780,13 @@ int ff_atomic_commit(struct ff_atomic *a)
      * still the old one: an alarm handler that dies leaves it untouched. */
     interrupted(a->intr);
 
+    if ((err = ff_atomic_temp_ours(a, AT_FDCWD, a->temp)))
+        return err;
     a->step = FF_STEP_RENAME;
     if (a->opt.noclobber)
         err = rename_noreplace(a);
     else
-        FF_SYSCALL(err, a->intr, rename(a->temp, a->target));
+        err = rename_own(a);
     if (err)
         return err;
     a->created = 0;
@@ -781,7 +801,7 @@ int ff_atomic_commit(struct ff_atomic *a)
     return 0;
 }
 
-void ff_atomic_discard(struct ff_atomic *a)
+void ff_atomic_remove_temp(struct ff_atomic *a)
 {
     int saved = errno, err;
 
@@ -789,12 +809,19 @@ void ff_atomic_discard(struct ff_atomic *a)
         close(a->fd);
         a->fd = -1;
     }
-    /* no callback: this runs while perl unwinds, where no handler may
-     * run; EINTR (FUSE, NFS) is still retried, bounded */
-    if (a->created) {
+    /* no callback: this runs while perl unwinds, or is about to, where no
+     * handler may run; EINTR (FUSE, NFS) is still retried, bounded */
+    if (a->created && ff_atomic_temp_ours(a, AT_FDCWD, a->temp) == 0)
         FF_SYSCALL(err, NULL, unlink(a->temp));
-        a->created = 0;
-    }
+    a->created = 0;
+    errno = saved;
+}
+
+void ff_atomic_discard(struct ff_atomic *a)
+{
+    int saved = errno;
+
+    ff_atomic_remove_temp(a);
     release_step(a);
     free(a->temp);
     free(a->target);
@@ -817,6 +844,36 @@ struct ff_atomic ff_atomic_hand_over(struct ff_atomic *a)
 void ff_atomic_forget(struct ff_atomic *a)
 {
     a->created = 0;
+}
+
+void ff_atomic_note_temp(struct ff_atomic *a, int dirfd, const char *name)
+{
+    struct stat st;
+    int err;
+
+    if (!a->created || a->have_id)
+        return;
+    if (a->fd >= 0)
+        FF_SYSCALL(err, NULL, fstat(a->fd, &st));
+    else
+        FF_SYSCALL(err, NULL, fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW));
+    a->have_id = 1;
+    a->id_dev = err ? 0 : st.st_dev;
+    a->id_ino = err ? 0 : st.st_ino;
+}
+
+int ff_atomic_temp_ours(struct ff_atomic *a, int dirfd, const char *name)
+{
+    struct stat st;
+    int err;
+
+    if (!a->have_id)
+        return 0;
+    FF_SYSCALL(err, NULL, fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW));
+    if (!err && a->id_ino && st.st_dev == a->id_dev && st.st_ino == a->id_ino)
+        return 0;
+    a->step = FF_STEP_TEMP_GONE;
+    return ESTALE;
 }
 
 int ff_open_read(const char *path, int *fd, const struct ff_eintr *intr)

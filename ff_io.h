@@ -79,7 +79,8 @@ enum ff_step {
     FF_STEP_CLOSE,     /* (temp) */
     FF_STEP_RENAME,    /* (target) */
     FF_STEP_NOCLOBBER, /* no way to rename without replacing (target) */
-    FF_STEP_SYNC_DIR   /* fsync of the directory (target) */
+    FF_STEP_SYNC_DIR,  /* fsync of the directory (target) */
+    FF_STEP_TEMP_GONE  /* the temp is no longer the file made (temp) */
 };
 
 struct ff_atomic {
@@ -101,6 +102,13 @@ struct ff_atomic {
     size_t acl_len;
     int acl_none;      /* preserve: the filesystem has ACLs, the old file none */
     enum ff_step step; /* the step that failed */
+    /* The temp's identity, noted before user code (a signal handler, code
+     * between the writer's calls) could run while it exists: that code may
+     * replace the temp by name, so the rename, and the cleanup's unlink,
+     * first check the name still is this file (ff_atomic_temp_ours). */
+    int have_id;
+    dev_t id_dev;
+    ino_t id_ino;
 };
 
 /* Bytes a temp path needs beyond "<target>.tmp.<pid>" for a random suffix. */
@@ -140,6 +148,24 @@ int ff_atomic_commit(struct ff_atomic *a);
  * closes its copies of the fds but leaves the parent's temp file alone. */
 void ff_atomic_discard(struct ff_atomic *a);
 void ff_atomic_forget(struct ff_atomic *a);
+
+/* The part of discard that closes the temp's fd and removes the temp
+ * (if still the file made); the paths stay, for an error message. Keeps
+ * errno. */
+void ff_atomic_remove_temp(struct ff_atomic *a);
+
+/* Note the temp's identity (device, inode) unless noted already: from its
+ * fd while open, else from its name (relative to dirfd; AT_FDCWD: a->temp
+ * as given), which is still ours as long as no user code has run since it
+ * was made. Call it before user code may run while the temp exists; no
+ * intr callback runs. A temp that cannot be looked at gets an identity no
+ * file has: it is then never renamed nor removed. */
+void ff_atomic_note_temp(struct ff_atomic *a, int dirfd, const char *name);
+
+/* 0 when no identity was noted (no user code ran since the temp was made)
+ * or name (relative to dirfd) still is that file; else ESTALE, with
+ * a->step FF_STEP_TEMP_GONE. No intr callback runs. */
+int ff_atomic_temp_ours(struct ff_atomic *a, int dirfd, const char *name);
 
 /* A copy of a that owns what a owned (fd, temp, paths, ACL), a left with
  * nothing for discard to free or remove: the streaming writer keeps the

@@ -12,18 +12,50 @@
 #include "xs_common.h"
 #include "xs_batch.h"
 
-/* Savestack destructor: temps of the batch still ours go away. Ours means
- * this process's: they are named after $$, and a child forked by a signal
- * handler that unwinds its copy of this cleanup must leave them to the
- * parent ($$ is compared, not getpid(): a script may have assigned $$, and
- * perl sets the child's own). Asked only when there is a temp to remove. */
+/* Savestack destructor: temps and new directories of the batch still ours
+ * go away. Ours means this process's: a child forked by a signal handler
+ * that unwinds its copy of this cleanup must leave them to the parent, at
+ * every step (new directories before any temp exists too). $$ is compared,
+ * not getpid(): a script may have assigned $$, and perl sets the child's
+ * own. Asked only when there is something to remove. */
 static void S_batch_discard(pTHX_ void *batch)
 {
     struct ff_batch *b = (struct ff_batch *)batch;
 
-    if (ff_batch_has_temps(b) && dollar_pid() != (IV)b->pid)
+    if (ff_batch_has_work(b) && dollar_pid() != (IV)b->pid)
         ff_batch_forget(b);
     ff_batch_discard(b);
+}
+
+/* The batch's ff_on_eintr callbacks: before any handler runs, the
+ * identity of each temp is noted (ff_batch_note_temps); nothing is done
+ * when no signal is pending. */
+struct batch_guard {
+    struct ff_guard guard;      /* what is written are snapshots; the guard
+                                 * only stops a child forked by a handler
+                                 * from going on with this batch */
+    struct ff_held held;        /* the renames: a handler's die held */
+    struct ff_batch *b;
+};
+
+static int S_batch_handlers(struct batch_guard *bg, bool renaming)
+{
+    dTHX;
+
+    if (!PL_sig_pending)
+        return 0;
+    ff_batch_note_temps(bg->b);
+    return renaming ? ffxs_on_eintr_held(&bg->held) : ffxs_on_eintr(&bg->guard);
+}
+
+static int S_batch_on_eintr(void *ctx)
+{
+    return S_batch_handlers((struct batch_guard *)ctx, FALSE);
+}
+
+static int S_batch_on_eintr_renaming(void *ctx)
+{
+    return S_batch_handlers((struct batch_guard *)ctx, TRUE);
 }
 
 /* Croak for a directory that failed: "unable to open directory 'D' - $!",
@@ -51,15 +83,20 @@ static void S_dir_croak(pTHX_ const struct ff_batch *b, int err, SV **paths, SV 
 }
 
 /* Croak for the failure err of b; paths[i] is file i's name as given. */
-static void S_batch_croak(pTHX_ const struct ff_batch *b, int err, SV **paths)
+static void S_batch_croak(pTHX_ struct ff_batch *b, int err, SV **paths)
     __attribute__noreturn__;
 #define batch_croak(b, err, paths) S_batch_croak(aTHX_ b, err, paths)
 
-static void S_batch_croak(pTHX_ const struct ff_batch *b, int err, SV **paths)
+static void S_batch_croak(pTHX_ struct ff_batch *b, int err, SV **paths)
 {
-    const struct ff_batch_file *failed;
+    struct ff_batch_file *failed;
     SV *replaced;
     size_t i;
+
+    /* croak runs user code ($SIG{__DIE__}): the temps go first, as the
+     * cleanup would remove them (same syscalls), so that code never sees
+     * them */
+    ff_batch_remove_temps(b);
 
     if (b->dup_second != (size_t)-1) {
         SV *first = paths[b->dup_first], *second = paths[b->dup_second];
@@ -81,6 +118,14 @@ static void S_batch_croak(pTHX_ const struct ff_batch *b, int err, SV **paths)
     if (b->failed == (size_t)-1)
         croak_errno(err, "file_set_contents_many: ");
     failed = &b->files[b->failed];
+    if (failed->a.step == FF_STEP_TEMP_GONE && SvCUR(replaced)) {
+        const char *temp = failed->a.temp;
+        bool temp_utf8 = SvUTF8(paths[b->failed]) && is_utf8_string((const U8 *)temp, 0);
+
+        croak_errno(err, "file_set_contents_many: replaced %" SVf ", then unable to replace '%" SVf
+                    "' - its temporary file '%" UTF8f "' was replaced or removed during the call - ",
+                    SVfARG(replaced), SVfARG(paths[b->failed]), UTF8fARG(temp_utf8, strlen(temp), temp));
+    }
     if (failed->a.step != FF_STEP_RENAME || !SvCUR(replaced))
         croak_step(&failed->a, err, paths[b->failed]);
     croak_errno(err, "file_set_contents_many: replaced %" SVf ", then close (rename) atomic "
@@ -92,10 +137,9 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
     const char *op = "file_set_contents_many";
     struct ff_options opt;
     struct ff_batch batch, *b = &batch;   /* this frame outlives its LEAVE */
-    /* what is written are snapshots; the guard only stops a child forked
-     * by a handler from going on with this batch */
-    struct ff_guard guard = { NULL, 0, FALSE, FALSE };
-    struct ff_eintr intr = { ffxs_on_eintr, &guard };
+    struct batch_guard bg = { { NULL, 0, FALSE, FALSE }, { NULL, NULL, NULL }, &batch };
+    struct ff_eintr intr = { S_batch_on_eintr, &bg };
+    struct ff_eintr renaming = { S_batch_on_eintr_renaming, &bg };
     bool force_utf8 = FALSE;
     SV **paths, **datas, **elems, *ors_sv = NULL;
     AV *av;
@@ -129,9 +173,11 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
         parse_options((HV *)SvRV(opts), &opt, &force_utf8, NULL, op);
     }
     pid = dollar_pid();
-    guard.pid = pid;
+    bg.guard.pid = pid;
+    bg.held.guard = &bg.guard;
 
     err = ff_batch_init(b, (size_t)npairs, &opt, &intr);
+    b->renaming = &renaming;
     SAVEDESTRUCTOR_X(S_batch_discard, b);
     if (err)
         croak_errno(err, "file_set_contents_many: ");
@@ -181,8 +227,10 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
     }
 
     err = ff_batch_commit(b, (long)pid);
-    if (err)
+    if (err)                    /* it names what was replaced: it wins */
         batch_croak(b, err, paths);
+    if (bg.held.error)          /* a handler died during the renames */
+        croak_sv(bg.held.error);
     written = (IV)b->written;
     LEAVE;
     SETERRNO(0, 0);             /* as file_set_contents leaves it (data written) */

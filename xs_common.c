@@ -245,10 +245,57 @@ int ffxs_on_eintr(void *ctx)
         if (!g->pid)
             g->pid = dollar_pid();
         SAVEDESTRUCTOR_X(S_handlers_done, g);
+        if (g->atomic)      /* the handlers could replace the temp by name */
+            ff_atomic_note_temp(g->atomic, AT_FDCWD, g->atomic->temp);
     }
     PERL_ASYNC_CHECK();
     LEAVE;
     if (g && g->forked)
+        croak("FastFile: a process forked by a signal handler may not go on with the "
+              "%s of process %" IVdf "\n", g->reading ? "read" : "write", g->pid);
+    return 1;
+}
+
+/* The pending handlers, as a sub: called with G_EVAL, their die is caught */
+static XS(S_run_pending_handlers)
+{
+    dXSARGS;
+    PERL_UNUSED_VAR(cv);
+    PERL_UNUSED_VAR(items);
+    PERL_ASYNC_CHECK();
+    XSRETURN_EMPTY;
+}
+
+int ffxs_on_eintr_held(void *ctx)
+{
+    dTHX;
+    struct ff_held *h = (struct ff_held *)ctx;
+    struct ff_guard *g = h->guard;
+
+    if (!PL_sig_pending)
+        return 0;
+    if (!h->runner) {       /* freed with the caller's scope */
+        h->runner = newXS(NULL, S_run_pending_handlers, __FILE__);
+        SAVEFREESV((SV *)h->runner);
+    }
+    ENTER;
+    if (!g->pid)
+        g->pid = dollar_pid();
+    SAVEDESTRUCTOR_X(S_handlers_done, g);
+    save_scalar(PL_errgv);  /* the caller's $@ stays as it was */
+    {
+        dSP;
+        PUSHMARK(SP);
+        call_sv((SV *)h->runner, G_EVAL | G_DISCARD | G_NOARGS);
+    }
+    if (!h->error && SvTRUE(ERRSV)) {
+        h->error = newSVsv(ERRSV);
+        LEAVE;
+        SAVEFREESV(h->error);
+    } else {
+        LEAVE;
+    }
+    if (g->forked)
         croak("FastFile: a process forked by a signal handler may not go on with the "
               "%s of process %" IVdf "\n", g->reading ? "read" : "write", g->pid);
     return 1;
@@ -266,12 +313,16 @@ void ffxs_discard_at_leave(pTHX_ struct ff_atomic *a)
     SAVEDESTRUCTOR_X(S_discard, a);
 }
 
-void ffxs_croak_step(pTHX_ const struct ff_atomic *a, int err, SV *path)
+void ffxs_croak_step(pTHX_ struct ff_atomic *a, int err, SV *path)
 {
     const char *temp = a->temp ? a->temp : "";
     /* the temp name is made of the filename's bytes (or of a symlink's) */
     bool temp_utf8 = SvUTF8(path) && is_utf8_string((const U8 *)temp, 0);
 #define TEMP UTF8fARG(temp_utf8, strlen(temp), temp)
+
+    /* croak runs user code ($SIG{__DIE__}): the temp goes first, as the
+     * cleanup would remove it (same syscalls), so that code never sees it */
+    ff_atomic_remove_temp(a);
 
     switch (a->step) {
     case FF_STEP_OPEN:
@@ -301,6 +352,9 @@ void ffxs_croak_step(pTHX_ const struct ff_atomic *a, int err, SV *path)
         croak_errno(err, "unable to stat '%" SVf "' - ", SVfARG(path));
     case FF_STEP_RESOLVE:
         croak_errno(err, "unable to follow symlinks of '%" SVf "' - ", SVfARG(path));
+    case FF_STEP_TEMP_GONE:
+        croak_errno(err, "unable to replace '%" SVf "' - its temporary file '%" UTF8f "' was "
+                    "replaced or removed during the call - ", SVfARG(path), TEMP);
     case FF_STEP_NONE:
         break;
     }

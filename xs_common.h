@@ -33,7 +33,7 @@ void ffxs_croak_errno_at(pTHX_ int err, const char *fmt, ...)
 
 /* Croak for the step of a that failed with err, naming the temp file or the
  * target as the reference does. */
-void ffxs_croak_step(pTHX_ const struct ff_atomic *a, int err, SV *path)
+void ffxs_croak_step(pTHX_ struct ff_atomic *a, int err, SV *path)
     __attribute__noreturn__;
 #define croak_step(a, err, path) ffxs_croak_step(aTHX_ a, err, path)
 
@@ -205,6 +205,19 @@ struct ff_guard {
  * handlers cannot reach it. Returns 1 when a signal was pending (ff_io.h
  * bounds the EINTRs that come without). */
 int ffxs_on_eintr(void *ctx);
+
+/* ffxs_on_eintr for steps that must not be cut short (a batch's renames):
+ * the pending handlers run (perl keeps no more than 120 of one signal
+ * pending, so they cannot wait), but a die of theirs is caught and kept
+ * in error, to be thrown once the step is done. A child forked by a
+ * handler still croaks at once. ctx is a struct ff_held, zeroed but for
+ * guard; what it holds is freed when the caller's scope is left. */
+struct ff_held {
+    struct ff_guard *guard;
+    CV *runner;               /* the XSUB that runs the handlers, under G_EVAL */
+    SV *error;                /* the first die of a handler, or NULL */
+};
+int ffxs_on_eintr_held(void *ctx);
 
 /* Remove whatever of a is still ours when the current scope is left: on
  * success (nothing left), a croak or a die from a signal handler alike. */

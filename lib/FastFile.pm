@@ -433,7 +433,10 @@ In this order:
 
 Every argument is read (get-magic and overloading once each), and every
 target is looked at: a file given twice (under any name of the same
-directory), a target that is a directory (or ends in C</>), a missing
+directory; on a directory that folds case, ext4 or tmpfs C<casefold>, vfat,
+cifs, names that differ only in case are one file: that is found in step 2,
+when the second temporary file's name turns out to be the first's, and is
+the same error, with nothing replaced), a target that is a directory (or ends in C</>), a missing
 directory (without C<mkdir>), an existing target under C<noclobber> are errors
 here, before anything is created: no directory is made until every pair has
 passed these checks, and a target ending in C</> never gets its directory
@@ -464,10 +467,16 @@ flushes only the batch's own files, never other processes' data.
 
 The renames, in the caller's order (a signal handler that became pending
 meanwhile runs first: if it dies, no target has been touched). From the
-first rename to the end of the call no Perl signal handler runs: a rename
-interrupted (C<EINTR>) is retried at once, and handlers that became pending
-run when every target is replaced (and, with C<fsync>, durable); one that
-dies then reports a complete batch. If rename I<k> fails, the error lists the
+first rename to the end of the call the renames are never cut short: a
+rename interrupted (C<EINTR>) runs the pending handlers (so that signals
+however frequent never fail the batch, and perl never holds more than it
+can) and is retried, but a handler that dies there has its C<die> held
+until every target is replaced (and, with C<fsync>, durable), then thrown:
+it reports a complete batch, as does one that dies in a handler that
+became pending during the renames and runs at their end. A handler that
+forks there gets C<FastFile: a process forked by a signal handler may not
+go on ...> in the child, which leaves the parent's temporary files and
+directories alone. If rename I<k> fails, the error lists the
 targets already replaced (C<file_set_contents_many: replaced 'A', 'B', then
 close (rename) atomic file 'C' failed: $!>); the others are untouched, no
 temporary file is left, and a directory the batch made stays only if a
@@ -700,7 +709,20 @@ batch again (the files already replaced are simply written once more).
 =item C<file_set_contents_many: 'FILENAME' is given twice>, C<file_set_contents_many: 'A' and 'B' are the same file>
 
 Two pairs name one file (the second: through another name of its
-directory); nothing is written. Keep one pair per file.
+directory, or, where the directory folds case, a name that differs only in
+case); nothing is written. Keep one pair per file. A pair whose target is
+named like another pair's temporary file (C<x> and C<x.tmp.PID>) is not an
+error: that temporary file takes a random name.
+
+=item C<unable to replace 'FILENAME' - its temporary file 'TEMP' was replaced or removed during the call - $!>
+
+User code that ran while the call owned the temporary file (a signal
+handler, or with L</atomic_writer> any code between it and C<commit>)
+replaced or removed it by name: the file at that name is not the one the
+call wrote, so it is not published. The target is untouched; the file found
+at the temporary name is left alone (only the call's own file is removed).
+C<$!> is C<ESTALE>. Do not write to a name ending in C<.tmp.$$> while a
+write is under way.
 
 =item C<unable to replace 'FILENAME' - Is a directory>
 
@@ -1016,6 +1038,37 @@ A signal that arrives while the data is written has its handler run after
 the C<close> and before the C<rename>, as in the reference: an C<alarm>
 handler that dies leaves the target untouched and no temporary file. A
 signal after the rename is handled after the call returns.
+
+=item *
+
+Nothing is published but what the call wrote. Before user code can run
+while a call owns temporary files (a signal handler, and for
+L</atomic_writer> everything between it and C<commit>), the device and
+inode of each are noted (a call that fails removes its temporary files
+before it dies, so a C<$SIG{__DIE__}> hook never sees one); the rename, and the
+removal of a temporary file on an error, first check that its name still
+is that file. A handler that replaces a temporary file by name (writes
+C<"$file.tmp.$$"> itself, renames over it, removes it) makes the call fail
+(C<... its temporary file 'TEMP' was replaced or removed during the call>),
+target untouched, the other file left alone. The cost: none where no
+handler runs (C<file_set_contents> stays at 4 system calls, a batch at 5 a
+file); one C<fstat> per temporary file when a handler first runs and one
+C<fstatat> before its rename; the writer always pays one C<fstat> in
+C<atomic_writer> and one C<fstatat> in C<commit>. Not covered: another
+process, or another ithread of this one, that replaces a temporary file
+between that check and the rename (nothing can close that window with
+C<rename>), and C<noclobber>'s link fallback retried after C<EINTR>. Within a
+batch, a temporary file whose name is another pair's target takes a random
+name, so one pair's rename never replaces another's temporary file.
+
+=item *
+
+Cleanup always finishes: a batch out of file descriptors, that cannot
+reopen a directory that left its cache, removes the temporary files there by
+their full name, once that name is seen to lead to the same directory (and
+where user code ran, to the same file). A child forked by a signal handler
+leaves everything its parent made, temporary files and new directories,
+at every step.
 
 =item *
 

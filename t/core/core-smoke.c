@@ -148,7 +148,7 @@ int main(int argc, char **argv)
         err = ff_batch_add(&b, batch[i], batch[i], strlen(batch[i]));
     if (!err)
         err = ff_batch_commit(&b, (long)getpid());
-    check(!err && b.written == 3 && !ff_batch_has_temps(&b), "batch with fsync: 3 written", dir);
+    check(!err && b.written == 3 && !ff_batch_has_work(&b), "batch with fsync: 3 written", dir);
     ff_batch_discard(&b);
     for (i = 0; i < 3; i++)
         check(holds(batch[i], batch[i]), "batch: file holds its own path", batch[i]);

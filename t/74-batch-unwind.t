@@ -1,0 +1,121 @@
+#!perl
+# file_set_contents_many's cleanup and signals: a signal storm during the
+# renames never fails the batch; a child forked by a signal handler leaves
+# the parent's directories and temps alone at every step; when fds run out,
+# the temps of directories that left the cache are still removed.
+use strict;
+use warnings;
+
+BEGIN { $ENV{LC_ALL} = 'C'; delete $ENV{LANGUAGE} }
+
+use Test::More;
+use lib 't/lib';
+use FFTest qw(strace_why strace_call temps_in slurp spew tempdir);
+
+use FastFile qw(:all);
+
+my $why = strace_why();
+plan skip_all => $why if $why;
+
+my $dir = tempdir();
+
+# three files holding "old\n" in a new directory $name of $dir
+sub three_old {
+    my ($name) = @_;
+    my $d = "$dir/$name";
+    mkdir $d or die "mkdir $d: $!";
+    my @t = map { "$d/f$_" } 1 .. 3;
+    spew($_, "old\n") for @t;
+    return ($d, @t);
+}
+
+# a batch writing "new\n" to @t whose renameat calls number $when fail with
+# EINTR and SIGALRM; the handler counts in $n, then runs $handler. Returns
+# strace_call's result (ret: "written handler-runs").
+sub renames_interrupted {
+    my ($handler, $when, @t) = @_;
+    return strace_call("our \$n = 0; local \$SIG{ALRM} = sub { \$n++; $handler };"
+                       . ' my $w = file_set_contents_many([ map { ($_ => "new\n") } @ARGV ]); "$w $n"',
+                       args => \@t, trace => ['renameat'],
+                       inject => ["renameat:error=EINTR:signal=SIGALRM:when=$when"], timeout => 60);
+}
+
+# ---- a storm during the renames: every renameat interrupted by SIGALRM
+{
+    my ($d, @t) = three_old('storm');
+    my $r = renames_interrupted('', '1..150', @t);
+    ok($r->{ok}, 'batch: 150 EINTRs in its renames, each with a signal: it succeeds') or diag $r->{err};
+    is($r->{ret}, '3 150', '... 3 files written, the handler ran once for each signal');
+    is(join('', map { slurp($_) } @t), "new\n" x 3, '... every target new');
+    is_deeply([ temps_in($d) ], [], '... no temp left');
+}
+
+# ---- a handler that dies during the renames: its die is held until every
+# rename is done (the batch is never left half renamed), then thrown
+{
+    my ($d, @t) = three_old('dies');
+    my $r = renames_interrupted('die "timeout\n"', 2, @t);
+    is($r->{injected}, 1, 'dying handler: the second rename interrupted');
+    ok(!$r->{ok}, 'dying handler: the call dies');
+    is($r->{err}, "timeout\n", "... with the handler's die");
+    is(join('', map { slurp($_) } @t), "new\n" x 3, '... after every rename was done');
+    is_deeply([ temps_in($d) ], [], '... no temp left');
+}
+
+# ---- a child forked by a handler, at each step of a batch with mkdir:
+# it unwinds its copy of the batch (dies in the handler) and must leave
+# the parent's new directories and temps alone; the parent goes on.
+for my $c (
+    # the step, the syscall interrupted (the when-th of it, on these paths)
+    [ 'between the two mkdirs',             'mkdir:when=3',    'new/sub', 'new' ],
+    [ 'after mkdir, before the first temp', 'openat:when=3',   'new/sub' ],
+    [ 'while the first temp is written',    'write:when=1',    'new/sub/a.tmp.%PID%' ],
+    [ 'at the first rename',                'renameat:when=1', 'new/sub' ],
+) {
+    my ($step, $inject, @paths) = @$c;
+    my ($name, $when) = $inject =~ /^(\w+):(.*)/;
+    my $d = "$dir/fork-$name";
+    mkdir $d or die;
+    my @t = ("$d/new/sub/a", "$d/new/sub/b");
+    my $code = 'my $parent = $$; local $SIG{ALRM} = sub { my $p = fork // die;'
+        . ' if (!$p) { die "child\n" } waitpid $p, 0; };'
+        . ' my $w = eval { file_set_contents_many([ map { ($_ => "new $_\n") } @ARGV ], { mkdir => 1 }) };'
+        . ' POSIX::_exit(0) if $$ != $parent; die $@ if !defined $w; $w';
+    my $r = strace_call($code, setup => 'use POSIX ()', args => \@t, pid => $FFTest::PID, target => $t[0],
+                        paths => [ map { "$d/$_" } @paths ],
+                        inject => ["$name:error=EINTR:signal=SIGALRM:$when"]);
+    ok($r->{injected} >= 1, "fork $step: injected") or diag $r->{log};
+    ok($r->{ok}, "fork $step: the parent's batch succeeds") or diag "$r->{err}\n$r->{log}";
+    is(join('', map { slurp($_) // 'missing' } @t), join('', map { "new $_\n" } @t), "fork $step: both files written");
+    is_deeply([ temps_in($d) ], [], "fork $step: no temp left");
+}
+
+# ---- out of fds (EMFILE from every open, strace) after the writes, or
+# after 100 of 300 temps: directories that left the cache cannot be
+# reopened, and their temps are still removed (by full name, once that
+# leads to the same directory)
+{
+    my $base = "$dir/fds";
+    mkdir $base or die;
+    my @t = map { "$base/d$_/f" } 1 .. 300;
+    for (1 .. 300) { mkdir "$base/d$_" or die }
+    my $code = 'file_set_contents_many([ map { ($_ => "new\n") } @ARGV ])';
+    # where the temps are opened, among all openat calls of the child
+    my $dry = strace_call($code, args => \@t, trace => ['openat'], ulimit_n => 64);
+    ok($dry->{ok}, 'fds: the batch alone succeeds under ulimit -n 64') or diag $dry->{err};
+    my @opens = $dry->{log} =~ /^\d+\s+(openat\(.*)$/mg;
+    my @creat = grep { $opens[$_ - 1] =~ /O_CREAT/ } 1 .. @opens;
+    is(scalar @creat, 300, 'fds: 300 temps opened');
+    unlink @t;
+    for my $c ([ 'after the writes', $creat[-1] + 1 ], [ 'after 100 temps', $creat[99] + 1 ]) {
+        my ($when, $k) = @$c;
+        my $r = strace_call($code, args => \@t, trace => ['openat'], ulimit_n => 64,
+                            inject => ["openat:error=EMFILE:when=$k+"]);
+        ok(!$r->{ok}, "fds $when: the batch fails");
+        like($r->{err}, qr/Too many open files/, "fds $when: ... out of fds");
+        is_deeply([ temps_in($base) ], [], "fds $when: no temp left");
+        unlink grep { -e } @t;
+    }
+}
+
+done_testing();
