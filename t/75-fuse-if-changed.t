@@ -21,7 +21,7 @@ use Reference qw(ref_file_set_contents);
 use FastFS;
 use FastFile qw(file_set_contents);
 
-local $SIG{ALRM} = sub { die "t/74-fuse-if-changed.t: watchdog: took more than 60 s\n" };
+local $SIG{ALRM} = sub { die "t/75-fuse-if-changed.t: watchdog: took more than 60 s\n" };
 alarm 60;
 
 my @MODIFYING = qw(modify_requests create_requests write_requests truncate_requests
