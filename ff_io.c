@@ -648,27 +648,72 @@ void ff_wbuf_free(struct ff_wbuf *b)
  * AT_FDCWD): renameat2 where the build and the filesystem have it, else a
  * hard link, which never replaces either. */
 
+/* 1 when from and to in dirfd are one file (device and inode), looked at
+ * without a callback: from the link on no handler may run. */
+static int same_file(int dirfd, const char *from, const char *to)
+{
+    struct stat f, t;
+    int err;
+
+    FF_SYSCALL(err, NULL, fstatat(dirfd, from, &f, AT_SYMLINK_NOFOLLOW));
+    if (err)
+        return 0;
+    FF_SYSCALL(err, NULL, fstatat(dirfd, to, &t, AT_SYMLINK_NOFOLLOW));
+    return !err && f.st_dev == t.st_dev && f.st_ino == t.st_ino;
+}
+
+/* syscall's errno (0 on success), EINTR retried without a callback and
+ * bounded as without one; *interrupted set when an EINTR came. */
+#define FF_SYSCALL_HELD(err, interrupted, expr)                         \
+    do {                                                                \
+        unsigned ff_spins_ = 0;                                         \
+        while (((err) = (expr) < 0 ? errno : 0) == EINTR) {             \
+            (interrupted) = 1;                                          \
+            if (!ff_retry_eintr(NULL, &ff_spins_))                      \
+                break;                                                  \
+        }                                                               \
+    } while (0)
+
+/* The link fallback publishes in two steps: link (the target now exists,
+ * the temp is a second name of it), then unlink of the temp. No handler
+ * runs from the link to the end (its EINTRs, and the unlink's, are retried
+ * without the callback): user code never sees the target with two names,
+ * and a handler that dies cannot leave a target made by a call that dies
+ * half-way. The link is then one step, as a rename is: a signal that comes
+ * during it is handled after the call returns. An EINTR may also come
+ * after the server did the work (NFS, FUSE): the link's retry then finds
+ * EEXIST for its own link (the same inode as the temp), the unlink's
+ * ENOENT for the name it removed; both are success. */
+static int link_then_unlink(int dirfd, const char *from, const char *to, int *unsupported)
+{
+    int err, undo, interrupted = 0;
+
+    FF_SYSCALL_HELD(err, interrupted, linkat(dirfd, from, dirfd, to, 0));
+    if (interrupted && (err == EEXIST || err == EINTR) && same_file(dirfd, from, to))
+        err = 0;
+    *unsupported = err == EPERM || err == ENOSYS || err == EOPNOTSUPP;
+    if (err)
+        return err;
+    FF_SYSCALL_HELD(err, interrupted, unlinkat(dirfd, from, 0));
+    if (!err || err == ENOENT)      /* the temp's name is gone: published */
+        return 0;
+    /* noclobber: there was no target before; it goes again, if it is
+     * still the link made here (not a file renamed over it meanwhile) */
+    if (same_file(dirfd, from, to))
+        FF_SYSCALL(undo, NULL, unlinkat(dirfd, to, 0));
+    return err;
+}
+
 int ff_noclobber_renameat(int dirfd, const char *from, const char *to, int *unsupported,
                           const struct ff_eintr *intr)
 {
-    int err, undo;
+    int err;
 
     *unsupported = 0;
     FF_SYSCALL(err, intr, ff_renameat_noreplace(dirfd, from, dirfd, to));
     if (err != EINVAL && err != ENOSYS && err != EOPNOTSUPP)
         return err;
-    FF_SYSCALL(err, intr, linkat(dirfd, from, dirfd, to, 0));
-    if (!err) {
-        /* from is now a second name of the new target: remove it, or else
-         * undo the link (noclobber: there was no target before) */
-        FF_SYSCALL(err, intr, unlinkat(dirfd, from, 0));
-        if (!err)
-            return 0;
-        FF_SYSCALL(undo, NULL, unlinkat(dirfd, to, 0));
-        return err;
-    }
-    *unsupported = err == EPERM || err == ENOSYS || err == EOPNOTSUPP;
-    return err;
+    return link_then_unlink(dirfd, from, to, unsupported);
 }
 
 static int rename_noreplace(struct ff_atomic *a)

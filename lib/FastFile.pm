@@ -234,7 +234,11 @@ with C<RENAME_NOREPLACE>, or where the filesystem or the build
 (L</SYSTEMS AND BUILDS>) lacks it C<link> and
 C<unlink> of the temporary file (if that C<unlink> fails, the link is undone
 and the call dies with C<close (rename) atomic file> and the C<unlink>'s
-error). Where neither works (pmxcfs has neither), dies saying so. The temporary file is removed on failure. Together with
+error). The two are one step, as a rename is: no signal handler runs from
+the C<link> to the end of the C<unlink> (C<EINTR> is retried at once), so
+none sees the target with two names; a signal that comes then is handled
+after the call returns. A C<link> or C<unlink> that answers C<EINTR> after
+the server did it (NFS, FUSE) counts as done. Where neither works (pmxcfs has neither), dies saying so. The temporary file is removed on failure. Together with
 C<if_changed>, an existing target is an error even when it holds the same
 bytes.
 

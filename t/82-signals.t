@@ -14,7 +14,7 @@ BEGIN { $ENV{LC_ALL} = 'C'; delete $ENV{LANGUAGE} }
 
 use Test::More;
 use lib 't/lib';
-use FFTest qw(strace_why strace_calls temps_in slurp spew errno_text full_testing);
+use FFTest qw(strace_why strace_calls calls_named temps_in slurp spew errno_text full_testing);
 use File::Temp ();
 use POSIX ();
 use Time::HiRes qw(time);
@@ -124,6 +124,58 @@ SKIP: {
                 }
             }
             is_deeply [ temps_in($dir) ], [], 'no temp file left';
+        };
+    }
+}
+
+# ------------------------------- noclobber's link: one step, as a rename
+
+# Without RENAME_NOREPLACE (the portable build, NFS; renameat2 answers
+# EINVAL here) noclobber links the temp to the target, then unlinks the
+# temp. Between the two the target exists with two names: no handler may
+# run there. The unlink answers EINTR with SIGALRM pending: the handler runs
+# only once the temp's name is gone (after the call), sees the target
+# published and no temp, whether it dies or returns; the target holds the
+# new bytes with one link, nothing is left. (A handler that ran in between
+# saw both names, and one that died made the call die with the target made.)
+my %NOCLOBBER_API = (
+    file_set_contents => 'file_set_contents($T, $D, { noclobber => 1 })',
+    writer => 'my $w = FastFile::Writer->new($T, { noclobber => 1 }); $w->print($D); $w->commit',
+    batch => 'file_set_contents_many([ $T => $D ], { noclobber => 1 })',
+);
+my $SEES = q{my $sees = sub { (-e $T ? 'target' : 'no target') . ', ' . (glob("$T.tmp.*") ? 'temp' : 'no temp') }; };
+SKIP: {
+    my $why = strace_why();
+    skip "strace unusable: $why", 1 if $why;
+    my (@specs, @runs);
+    for my $api (sort keys %NOCLOBBER_API) {
+        for my $handler (qw(dies returns)) {
+            my $dir = "$ROOT/noclobber-$api-$handler";
+            mkdir $dir or die "mkdir $dir: $!";
+            my $then = $handler eq 'dies' ? 'die "timeout\n"' : '1';
+            my $code = $SEES . "our \$seen = 'not run'; local \$SIG{ALRM} = sub { \$seen = \$sees->(); $then };"
+                . " my \$ret = eval { $NOCLOBBER_API{$api}; 1 } ? 'returned' : \"died: \$@\"; \"\$seen; \$ret\"";
+            push @runs, [ $api, $handler, $dir ];
+            # no -P: the batch unlinks relative to its directory's fd
+            push @specs, { code => $code, target => "$dir/file", data => $NEW,
+                           inject => [ 'renameat2:error=EINVAL', 'unlinkat:error=EINTR:signal=ALRM:when=1' ],
+                           log => "$dir.strace" };
+        }
+    }
+    my $res = strace_calls(\@specs);
+    for my $i (0 .. $#runs) {
+        my ($api, $handler, $dir) = @{ $runs[$i] };
+        my $r = $res->[$i];
+        subtest "noclobber by link, $api: the temp's unlink EINTR + SIGALRM, the handler $handler" => sub {
+            my @unlinks = map { $_->{errno} // 'ok' } grep { $_->{args} =~ /file\.tmp\./ } calls_named($r, 'unlinkat');
+            is("@unlinks", 'EINTR ok', 'the unlink of the temp retried once');
+            ok($r->{ok}, 'the snippet ran') or diag $r->{err};
+            my $after = $handler eq 'dies' ? "died: timeout\n" : 'returned';
+            is($r->{ret}, "target, no temp; $after",
+               'the handler ran once the target was published and the temp gone');
+            ok(slurp("$dir/file") eq $NEW, 'the target holds the new bytes');
+            is((stat "$dir/file")[3], 1, 'with one link');
+            is_deeply([ temps_in($dir) ], [], 'no temp file left');
         };
     }
 }
