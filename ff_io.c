@@ -60,10 +60,14 @@ int ff_atomic_init(struct ff_atomic *a, const char *path, const struct ff_option
     return a->target ? 0 : ENOMEM;
 }
 
+/* Sticky and writable by others than its owner: world-writable (/tmp), or
+ * group-writable (01770, shared by a group), where fs.protected_regular=2
+ * draws the line: every member of the group can plant a file there. */
+#define FF_STICKY_SHARED(mode) (((mode) & S_ISVTX) && ((mode) & (S_IWOTH | S_IWGRP)))
+
 int ff_sticky_trusts(const struct stat *dir, uid_t owner)
 {
-    return (dir->st_mode & (S_ISVTX | S_IWOTH)) != (S_ISVTX | S_IWOTH)
-           || owner == geteuid() || owner == dir->st_uid;
+    return !FF_STICKY_SHARED(dir->st_mode) || owner == geteuid() || owner == dir->st_uid;
 }
 
 static void release_step_mem(struct ff_atomic *a)
@@ -89,7 +93,8 @@ static int stat_dir_of(struct ff_atomic *a, const char *path, struct stat *dir)
 /* fs.protected_symlinks, applied whatever the sysctl says: a symlink in a
  * sticky world-writable directory is followed only when its owner is the
  * follower (our euid) or the directory's owner; else EACCES, as the kernel
- * answers. Asked only once readlink has found a link (text[0..n)), so a
+ * answers. (The kernel's rule for links stops at world-writable ones: a
+ * link in a sticky group-writable directory is followed, as open does.) Asked only once readlink has found a link (text[0..n)), so a
  * plain target costs nothing. EAGAIN: the link changed meanwhile, read it
  * again. */
 static int may_follow(struct ff_atomic *a, const char *text, ssize_t n)
@@ -196,8 +201,9 @@ static void release_step(struct ff_atomic *a)
 
 /* *trusted: 1 when a file of owner at the target may be taken as it is
  * (preserve keeps its owner and mode, if_changed leaves it): ours, or not in
- * a sticky world-writable directory, or there of the directory's owner
- * (ff_sticky_trusts). Anyone can plant a file in /tmp. Uses step_mem. */
+ * a sticky directory others may write, or there of the directory's owner
+ * (ff_sticky_trusts). Anyone can plant a file in /tmp, any member of the
+ * group in a 01770 one. Uses step_mem. */
 static int owner_trusted(struct ff_atomic *a, uid_t owner, int *trusted)
 {
     struct stat dir;

@@ -174,11 +174,14 @@ mask, and that mode alone would open the file to the owning group, which
 the ACL may deny; an inherited ACL would open it to users the old file kept
 out. Where the filesystem has no ACLs, only the C<lgetxattr>.
 
-In a sticky world-writable directory (such as F</tmp>) an old file is
-preserved only when it belongs to the caller (the effective uid) or to the
-directory's owner, the rule of the kernel's C<fs.protected_regular>, applied
-whatever that sysctl says: anyone may plant a file there, and taking its
-owner and mode would hand its planter the new contents. Any other dies
+In a sticky directory that others may write, world-writable (such as
+F</tmp>) or group-writable (mode C<01770>, a directory a group shares), an
+old file is preserved only when it belongs to the caller (the effective
+uid) or to the directory's owner, the rule of the kernel's
+C<fs.protected_regular> (at its level 2, which covers group-writable
+ones), applied whatever that sysctl says: anyone (any member of the group)
+may plant a file there, and taking its owner and mode would hand its
+planter the new contents. Any other dies
 with C<EACCES>, C<unable to preserve owner and mode of 'FILE' - Permission
 denied>, before anything is written; the file is left alone. +1 C<geteuid>,
 and +1 C<stat> of the directory when the old file is another user's.
@@ -190,9 +193,10 @@ or renamed and the call returns 0. The sizes are compared first (C<lstat>);
 the file is read (one read of the whole size, as L</file_get_contents> does)
 only when they match. Unchanged: C<lstat>, C<openat>, C<fstat>, C<geteuid>,
 2 C<read>, C<close>. Changed: +1 syscall (C<lstat>), or +7 when only the bytes
-differ. Another user's file in a sticky world-writable directory (such as
-F</tmp>: anyone may plant one there) is never taken as unchanged, whatever
-it holds: it is replaced, so that the file is then the caller's (+1 C<stat>
+differ. Another user's file in a sticky world-writable or group-writable
+directory (such as F</tmp>, or a C<01770> one: anyone, or any member of the
+group, may plant one there; see C<preserve>) is never taken as unchanged,
+whatever it holds: it is replaced, so that the file is then the caller's (+1 C<stat>
 of the directory for another user's file).
 The file is opened with C<O_NONBLOCK> and C<O_NOFOLLOW> and compared only if
 C<fstat> shows a regular file of that size: a FIFO or symlink swapped in after
@@ -220,7 +224,9 @@ world-writable directory +1 C<lstat>, C<geteuid> and a second C<readlink>.
 Links are followed only where the kernel's C<fs.protected_symlinks> would
 follow them, whatever that sysctl is set to: a link in a sticky
 world-writable directory (such as F</tmp>) is followed only when it belongs
-to the caller (the effective uid) or to the directory's owner. Any other
+to the caller (the effective uid) or to the directory's owner. (The
+kernel's rule stops there: a link in a sticky group-writable directory is
+followed, as C<open> follows it.) Any other
 dies with C<EACCES>, C<unable to follow symlinks of 'FILE' - Permission
 denied>, as C<open> through that link would under the sysctl; the link and
 the file it names are left alone. (Only C<$filename>'s own chain is
@@ -528,7 +534,7 @@ in the way.
 =item C<unable to preserve owner and mode of 'FILENAME' - Permission denied>
 
 With C<preserve>: the target is another user's file in a sticky
-world-writable directory, whose owner and mode are not taken (see
+world-writable or group-writable directory, whose owner and mode are not taken (see
 C<preserve>); it may be a trap planted there. Remove it, or write without
 C<preserve>.
 
