@@ -486,6 +486,20 @@ int ff_atomic_create(struct ff_atomic *a, long pid)
     return 0;
 }
 
+/* preserve's mode where the old group cannot be kept (a writer who is not
+ * root and not in the old file's group): the group bits would apply to
+ * another group (the writer's), which gets only what the old file gave both
+ * its group and everyone else (group & others: 02660 -> 0600, 0664 -> 0644),
+ * and no setgid (that would run the file as the writer's group). With an
+ * ACL the group bits are its mask, which then limits its named entries
+ * alike: never more open than before, for anyone. */
+static mode_t mode_for_other_group(mode_t mode)
+{
+    mode_t others_as_group = (mode & S_IRWXO) << 3;
+
+    return (mode & ~(mode_t)(S_ISGID | S_IRWXG)) | (mode & S_IRWXG & others_as_group);
+}
+
 /* preserve: the old file's owner, its ACL, then its mode. After the data
  * is written: a write by a user without CAP_FSETID clears set-id bits, and
  * chown may clear them too; chmod last restores them. The ACL before the
@@ -494,13 +508,16 @@ int ff_atomic_create(struct ff_atomic *a, long pid)
  * (with it, chmod sets the mask, as the old file has it). */
 static int preserve_old(struct ff_atomic *a)
 {
+    mode_t mode = a->old.st_mode & 07777;
     int err;
 
     a->step = FF_STEP_OWNER;
     FF_SYSCALL(err, a->intr, fchown(a->fd, a->old.st_uid, a->old.st_gid));
     if (err == EPERM)   /* not root: a member of the file's group may still set the group */
         FF_SYSCALL(err, a->intr, fchown(a->fd, (uid_t)-1, a->old.st_gid));
-    if (err && err != EPERM)
+    if (err == EPERM)   /* the group is the writer's, not the old one */
+        mode = mode_for_other_group(mode);
+    else if (err)
         return err;
     a->step = FF_STEP_MODE;
     err = 0;
@@ -512,7 +529,7 @@ static int preserve_old(struct ff_atomic *a)
         FF_SYSCALL(err, a->intr, ff_acl_remove(a->fd));
     if (err && err != FF_ENOATTR)
         return err;
-    FF_SYSCALL(err, a->intr, fchmod(a->fd, a->old.st_mode & 07777));
+    FF_SYSCALL(err, a->intr, fchmod(a->fd, mode));
     return err;
 }
 

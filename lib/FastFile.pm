@@ -149,7 +149,15 @@ When the target exists as a regular file, the new file gets its exact mode
 (set-id and sticky bits included, umask not applied) and, where permitted, its
 owner and group (C<EPERM> from C<fchown>, as for a non-root user, is not an
 error; a non-root member of the file's group then still sets the group, with
-a second C<fchown>). Otherwise C<perm> applies. +3 syscalls (C<lstat>,
+a second C<fchown>). Where neither owner nor group can be kept (a non-root
+writer outside the old file's group), the new file's group is the
+writer's, and the old group's bits do not go to it: the group bits are
+those the old file gave both its group and everyone else (its group bits
+and its others' bits in common), without the set-group-ID bit. So C<02660>
+becomes C<0600>, C<0664> C<0644>, C<02775> C<0755>; the owner's and
+others' bits (and set-user-ID, sticky) are kept. With an ACL, whose mask
+the group bits are, its named users and groups are limited alike.
+Otherwise C<perm> applies. +3 syscalls (C<lstat>,
 C<fchown>, C<fchmod>; +1 C<fchown> when the first is refused); owner and mode are set after the data is written, since a write
 by a user without C<CAP_FSETID> clears set-id bits. pmxcfs accepts only the modes and owners it assigns itself.
 
