@@ -486,18 +486,48 @@ int ff_atomic_create(struct ff_atomic *a, long pid)
     return 0;
 }
 
-/* preserve's mode where the old group cannot be kept (a writer who is not
- * root and not in the old file's group): the group bits would apply to
- * another group (the writer's), which gets only what the old file gave both
- * its group and everyone else (group & others: 02660 -> 0600, 0664 -> 0644),
- * and no setgid (that would run the file as the writer's group). With an
- * ACL the group bits are its mask, which then limits its named entries
- * alike: never more open than before, for anyone. */
+/* Where the old group cannot be kept (a writer who is not root and not in
+ * the old file's group) the group's rights would go to another group (the
+ * writer's): it gets only what the old file gave both its group and
+ * everyone else, and no setgid (that would run the file as the writer's
+ * group). Without an ACL, in the mode: group & others (02660 -> 0600,
+ * 0664 -> 0644). */
 static mode_t mode_for_other_group(mode_t mode)
 {
     mode_t others_as_group = (mode & S_IRWXO) << 3;
 
     return (mode & ~(mode_t)(S_ISGID | S_IRWXG)) | (mode & S_IRWXG & others_as_group);
+}
+
+/* With an ACL that has a mask, the mode's group bits are the mask (the
+ * most any named user or group gets, kept as they were), and the owning
+ * group's right is the ACL's group entry: that one is limited to the
+ * other entry's. The ACL is the kernel's xattr: a 4-byte version, then
+ * 8-byte entries (16-bit tag, 16-bit permission, 32-bit id, little-endian).
+ * 0 when it has no mask (then chmod sets the group entry: the mode's rule). */
+#define FF_ACL_GROUP_OBJ 0x04
+#define FF_ACL_MASK 0x10
+#define FF_ACL_OTHER 0x20
+static int acl_group_as_others(char *acl, size_t len)
+{
+    unsigned char *entry, *group = NULL, *other = NULL, *mask = NULL;
+    size_t i;
+
+    if (len < 4 || (len - 4) % 8 != 0)
+        return 0;
+    for (i = 4; i < len; i += 8) {
+        entry = (unsigned char *)acl + i;
+        switch (entry[0] | entry[1] << 8) {
+        case FF_ACL_GROUP_OBJ: group = entry; break;
+        case FF_ACL_MASK:      mask = entry; break;
+        case FF_ACL_OTHER:     other = entry; break;
+        }
+    }
+    if (!group || !mask || !other)
+        return 0;
+    group[2] &= other[2];   /* r, w, x: the low byte */
+    group[3] &= other[3];
+    return 1;
 }
 
 /* preserve: the old file's owner, its ACL, then its mode. After the data
@@ -515,10 +545,14 @@ static int preserve_old(struct ff_atomic *a)
     FF_SYSCALL(err, a->intr, fchown(a->fd, a->old.st_uid, a->old.st_gid));
     if (err == EPERM)   /* not root: a member of the file's group may still set the group */
         FF_SYSCALL(err, a->intr, fchown(a->fd, (uid_t)-1, a->old.st_gid));
-    if (err == EPERM)   /* the group is the writer's, not the old one */
-        mode = mode_for_other_group(mode);
-    else if (err)
+    if (err == EPERM) {     /* the group is the writer's, not the old one */
+        if (a->acl && acl_group_as_others(a->acl, a->acl_len))
+            mode &= ~(mode_t)S_ISGID;
+        else
+            mode = mode_for_other_group(mode);
+    } else if (err) {
         return err;
+    }
     a->step = FF_STEP_MODE;
     err = 0;
     /* the old file's ACL, or none: not the one the temp may have inherited
