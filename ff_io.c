@@ -719,39 +719,40 @@ static int same_file(int dirfd, const char *from, const char *to)
     return !err && f.st_dev == t.st_dev && f.st_ino == t.st_ino;
 }
 
-/* syscall's errno (0 on success), EINTR retried without a callback and
- * bounded as without one; *interrupted set when an EINTR came. */
-#define FF_SYSCALL_HELD(err, interrupted, expr)                         \
-    do {                                                                \
-        unsigned ff_spins_ = 0;                                         \
-        while (((err) = (expr) < 0 ? errno : 0) == EINTR) {             \
-            (interrupted) = 1;                                          \
-            if (!ff_retry_eintr(NULL, &ff_spins_))                      \
-                break;                                                  \
-        }                                                               \
-    } while (0)
-
 /* The link fallback publishes in two steps: link (the target now exists,
  * the temp is a second name of it), then unlink of the temp. No handler
- * runs from the link to the end (its EINTRs, and the unlink's, are retried
- * without the callback): user code never sees the target with two names,
- * and a handler that dies cannot leave a target made by a call that dies
- * half-way. The link is then one step, as a rename is: a signal that comes
- * during it is handled after the call returns. An EINTR may also come
- * after the server did the work (NFS, FUSE): the link's retry then finds
- * EEXIST for its own link (the same inode as the temp), the unlink's
- * ENOENT for the name it removed; both are success. */
-static int link_then_unlink(int dirfd, const char *from, const char *to, int *unsupported)
+ * runs once the link is made (the unlink's EINTR is retried without the
+ * callback): user code never sees the target with two names, and a
+ * handler that dies cannot leave a target made by a call that dies. The
+ * link and the unlink are one step, as a rename is: a signal that comes
+ * during it is handled after the call returns. An EINTR may come after the
+ * server did the work (NFS, FUSE): a link interrupted is looked for (the
+ * same inode as the temp) before handlers run, and the unlink's ENOENT
+ * means its name is gone. */
+static int link_then_unlink(int dirfd, const char *from, const char *to, int *unsupported,
+                            const struct ff_eintr *intr)
 {
+    unsigned spins = 0;
     int err, undo, interrupted = 0;
 
-    FF_SYSCALL_HELD(err, interrupted, linkat(dirfd, from, dirfd, to, 0));
-    if (interrupted && (err == EEXIST || err == EINTR) && same_file(dirfd, from, to))
-        err = 0;
+    for (;;) {
+        err = linkat(dirfd, from, dirfd, to, 0) < 0 ? errno : 0;
+        if (err != EINTR)
+            break;
+        interrupted = 1;
+        if (same_file(dirfd, from, to)) {   /* linked after all: no handler now */
+            err = 0;
+            break;
+        }
+        if (!ff_retry_eintr(intr, &spins))  /* nothing published: handlers may run */
+            break;
+    }
+    if (err == EEXIST && interrupted && same_file(dirfd, from, to))
+        err = 0;                            /* the interrupted link, done late */
     *unsupported = err == EPERM || err == ENOSYS || err == EOPNOTSUPP;
     if (err)
         return err;
-    FF_SYSCALL_HELD(err, interrupted, unlinkat(dirfd, from, 0));
+    FF_SYSCALL(err, NULL, unlinkat(dirfd, from, 0));     /* no callback: see above */
     if (!err || err == ENOENT)      /* the temp's name is gone: published */
         return 0;
     /* noclobber: there was no target before; it goes again, if it is
@@ -770,7 +771,7 @@ int ff_noclobber_renameat(int dirfd, const char *from, const char *to, int *unsu
     FF_SYSCALL(err, intr, ff_renameat_noreplace(dirfd, from, dirfd, to));
     if (err != EINVAL && err != ENOSYS && err != EOPNOTSUPP)
         return err;
-    return link_then_unlink(dirfd, from, to, unsupported);
+    return link_then_unlink(dirfd, from, to, unsupported, intr);
 }
 
 static int rename_noreplace(struct ff_atomic *a)

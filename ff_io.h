@@ -244,8 +244,9 @@ int ff_atomic_preserve(struct ff_atomic *a);
  * replacing anything: renameat2 RENAME_NOREPLACE, else
  * linkat + unlinkat of from. 0 once from is gone; *unsupported is 1 when the
  * filesystem has neither way (EPERM, ENOSYS, EOPNOTSUPP of the link). intr
- * serves renameat2 only: from the link on no callback runs (ff_io.c's
- * link_then_unlink), so no user code sees the target with two names. */
+ * runs only while nothing is published: once the link is made no callback
+ * runs (ff_io.c's link_then_unlink), so no user code sees the target with
+ * two names. */
 int ff_noclobber_renameat(int dirfd, const char *from, const char *to, int *unsupported,
                           const struct ff_eintr *intr);
 /* 64 random bits for a temp name's suffix. */

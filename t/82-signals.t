@@ -133,11 +133,14 @@ SKIP: {
 # Without RENAME_NOREPLACE (the portable build, NFS; renameat2 answers
 # EINVAL here) noclobber links the temp to the target, then unlinks the
 # temp. Between the two the target exists with two names: no handler may
-# run there. The unlink answers EINTR with SIGALRM pending: the handler runs
-# only once the temp's name is gone (after the call), sees the target
-# published and no temp, whether it dies or returns; the target holds the
-# new bytes with one link, nothing is left. (A handler that ran in between
-# saw both names, and one that died made the call die with the target made.)
+# run there. SIGALRM comes with an EINTR of the temp's unlink: its handler
+# runs only once the temp's name is gone (after the call), sees the target
+# published and no temp, whether it dies or returns. With an EINTR of the
+# link (nothing published yet) it may run before, and then a die leaves no
+# target; never in between. Each run ends with no temp, and the target
+# either absent (a die before the link) or the new bytes with one link.
+# (Before, a handler ran with both names, and one that died made the call
+# die with the target made.)
 my %NOCLOBBER_API = (
     file_set_contents => 'file_set_contents($T, $D, { noclobber => 1 })',
     writer => 'my $w = FastFile::Writer->new($T, { noclobber => 1 }); $w->print($D); $w->commit',
@@ -149,32 +152,48 @@ SKIP: {
     skip "strace unusable: $why", 1 if $why;
     my (@specs, @runs);
     for my $api (sort keys %NOCLOBBER_API) {
-        for my $handler (qw(dies returns)) {
-            my $dir = "$ROOT/noclobber-$api-$handler";
-            mkdir $dir or die "mkdir $dir: $!";
-            my $then = $handler eq 'dies' ? 'die "timeout\n"' : '1';
-            my $code = $SEES . "our \$seen = 'not run'; local \$SIG{ALRM} = sub { \$seen = \$sees->(); $then };"
-                . " my \$ret = eval { $NOCLOBBER_API{$api}; 1 } ? 'returned' : \"died: \$@\"; \"\$seen; \$ret\"";
-            push @runs, [ $api, $handler, $dir ];
-            # no -P: the batch unlinks relative to its directory's fd
-            push @specs, { code => $code, target => "$dir/file", data => $NEW,
-                           inject => [ 'renameat2:error=EINVAL', 'unlinkat:error=EINTR:signal=ALRM:when=1' ],
-                           log => "$dir.strace" };
+        for my $call (qw(linkat unlinkat)) {
+            for my $handler (qw(dies returns)) {
+                my $dir = "$ROOT/noclobber-$api-$call-$handler";
+                mkdir $dir or die "mkdir $dir: $!";
+                my $then = $handler eq 'dies' ? 'die "timeout\n"' : '1';
+                my $code = $SEES . "our \$seen = 'not run'; local \$SIG{ALRM} = sub { \$seen = \$sees->(); $then };"
+                    . " my \$ret = eval { $NOCLOBBER_API{$api}; 1 } ? 'returned' : \"died: \$@\"; \"\$seen; \$ret\"";
+                push @runs, [ $api, $call, $handler, $dir ];
+                # no -P: the batch links and unlinks relative to its directory's fd
+                push @specs, { code => $code, target => "$dir/file", data => $NEW,
+                               inject => [ 'renameat2:error=EINVAL', "$call:error=EINTR:signal=ALRM:when=1" ],
+                               log => "$dir.strace" };
+            }
         }
     }
     my $res = strace_calls(\@specs);
     for my $i (0 .. $#runs) {
-        my ($api, $handler, $dir) = @{ $runs[$i] };
+        my ($api, $call, $handler, $dir) = @{ $runs[$i] };
         my $r = $res->[$i];
-        subtest "noclobber by link, $api: the temp's unlink EINTR + SIGALRM, the handler $handler" => sub {
-            my @unlinks = map { $_->{errno} // 'ok' } grep { $_->{args} =~ /file\.tmp\./ } calls_named($r, 'unlinkat');
-            is("@unlinks", 'EINTR ok', 'the unlink of the temp retried once');
+        subtest "noclobber by link, $api: $call EINTR + SIGALRM, the handler $handler" => sub {
+            my @tries = map { $_->{errno} // 'ok' } grep { $_->{args} =~ /file\.tmp\./ } calls_named($r, $call);
             ok($r->{ok}, 'the snippet ran') or diag $r->{err};
-            my $after = $handler eq 'dies' ? "died: timeout\n" : 'returned';
-            is($r->{ret}, "target, no temp; $after",
-               'the handler ran once the target was published and the temp gone');
-            ok(slurp("$dir/file") eq $NEW, 'the target holds the new bytes');
-            is((stat "$dir/file")[3], 1, 'with one link');
+            my ($seen, $after) = split /; /, $r->{ret} // '', 2;
+            my $died_first = $seen eq 'no target, temp' && $handler eq 'dies';
+            is("@tries", $died_first ? 'EINTR' : 'EINTR ok',
+               $died_first ? "the $call not retried after the die" : "the $call retried once");
+            my $target = slurp("$dir/file");
+            if ($call eq 'unlinkat' || $seen eq 'target, no temp') {
+                is($seen, 'target, no temp', 'the handler ran once the target was published and the temp gone');
+                is($after, $handler eq 'dies' ? "died: timeout\n" : 'returned', 'then it ' . $handler);
+                ok(defined $target && $target eq $NEW, 'the target holds the new bytes');
+                is((stat "$dir/file")[3], 1, 'with one link');
+            } else {
+                is($seen, 'no target, temp', 'the handler ran before the link, nothing published');
+                if ($handler eq 'dies') {
+                    is($after, "died: timeout\n", 'the call dies');
+                    ok(!defined $target, 'no target made');
+                } else {
+                    is($after, 'returned', 'the call goes on');
+                    ok(defined $target && $target eq $NEW, 'the target holds the new bytes');
+                }
+            }
             is_deeply([ temps_in($dir) ], [], 'no temp file left');
         };
     }
