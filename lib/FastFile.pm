@@ -250,11 +250,14 @@ with C<RENAME_NOREPLACE>, or where the filesystem or the build
 (L</SYSTEMS AND BUILDS>) lacks it C<link> and
 C<unlink> of the temporary file (if that C<unlink> fails, the link is undone
 and the call dies with C<close (rename) atomic file> and the C<unlink>'s
-error). The two are one step, as a rename is: no signal handler runs from
-the C<link> to the end of the C<unlink> (C<EINTR> is retried at once), so
-none sees the target with two names; a signal that comes then is handled
-after the call returns. A C<link> or C<unlink> that answers C<EINTR> after
-the server did it (NFS, FUSE) counts as done. Where neither works (pmxcfs has neither), dies saying so. The temporary file is removed on failure. Together with
+error). The two are one step, as a rename is: once the C<link> is made no
+signal handler runs until the C<unlink> is done (its C<EINTR> is retried at
+once), so none sees the target with two names, and a signal that comes then
+is handled after the call returns. An C<EINTR> of the C<link> itself runs
+the pending handlers as an interrupted rename does (nothing is published
+yet: one that dies leaves no target), after a look that the C<link> was not
+made after all: a C<link> or C<unlink> that answers C<EINTR> after the server
+did it (NFS, FUSE) counts as done. Where neither works (pmxcfs has neither), dies saying so. The temporary file is removed on failure. Together with
 C<if_changed>, an existing target is an error even when it holds the same
 bytes.
 
