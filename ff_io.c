@@ -94,9 +94,9 @@ static int stat_dir_of(struct ff_atomic *a, const char *path, struct stat *dir)
  * sticky world-writable directory is followed only when its owner is the
  * follower (our euid) or the directory's owner; else EACCES, as the kernel
  * answers. (The kernel's rule for links stops at world-writable ones: a
- * link in a sticky group-writable directory is followed, as open does.) Asked only once readlink has found a link (text[0..n)), so a
- * plain target costs nothing. EAGAIN: the link changed meanwhile, read it
- * again. */
+ * link in a sticky group-writable directory is followed, as open does.)
+ * Asked only once readlink has found a link (text[0..n)), so a plain
+ * target costs nothing. EAGAIN: the link changed meanwhile, read it again. */
 static int may_follow(struct ff_atomic *a, const char *text, ssize_t n)
 {
     const char *link_path = a->target;
