@@ -60,10 +60,14 @@ int ff_atomic_init(struct ff_atomic *a, const char *path, const struct ff_option
     return a->target ? 0 : ENOMEM;
 }
 
+/* Sticky and writable by others than its owner: world-writable (/tmp), or
+ * group-writable (01770, shared by a group), where fs.protected_regular=2
+ * draws the line: every member of the group can plant a file there. */
+#define FF_STICKY_SHARED(mode) (((mode) & S_ISVTX) && ((mode) & (S_IWOTH | S_IWGRP)))
+
 int ff_sticky_trusts(const struct stat *dir, uid_t owner)
 {
-    return (dir->st_mode & (S_ISVTX | S_IWOTH)) != (S_ISVTX | S_IWOTH)
-           || owner == geteuid() || owner == dir->st_uid;
+    return !FF_STICKY_SHARED(dir->st_mode) || owner == geteuid() || owner == dir->st_uid;
 }
 
 static void release_step_mem(struct ff_atomic *a)
@@ -89,9 +93,10 @@ static int stat_dir_of(struct ff_atomic *a, const char *path, struct stat *dir)
 /* fs.protected_symlinks, applied whatever the sysctl says: a symlink in a
  * sticky world-writable directory is followed only when its owner is the
  * follower (our euid) or the directory's owner; else EACCES, as the kernel
- * answers. Asked only once readlink has found a link (text[0..n)), so a
- * plain target costs nothing. EAGAIN: the link changed meanwhile, read it
- * again. */
+ * answers. (The kernel's rule for links stops at world-writable ones: a
+ * link in a sticky group-writable directory is followed, as open does.)
+ * Asked only once readlink has found a link (text[0..n)), so a plain
+ * target costs nothing. EAGAIN: the link changed meanwhile, read it again. */
 static int may_follow(struct ff_atomic *a, const char *text, ssize_t n)
 {
     const char *link_path = a->target;
@@ -196,8 +201,9 @@ static void release_step(struct ff_atomic *a)
 
 /* *trusted: 1 when a file of owner at the target may be taken as it is
  * (preserve keeps its owner and mode, if_changed leaves it): ours, or not in
- * a sticky world-writable directory, or there of the directory's owner
- * (ff_sticky_trusts). Anyone can plant a file in /tmp. Uses step_mem. */
+ * a sticky directory others may write, or there of the directory's owner
+ * (ff_sticky_trusts). Anyone can plant a file in /tmp, any member of the
+ * group in a 01770 one. Uses step_mem. */
 static int owner_trusted(struct ff_atomic *a, uid_t owner, int *trusted)
 {
     struct stat dir;
@@ -480,6 +486,50 @@ int ff_atomic_create(struct ff_atomic *a, long pid)
     return 0;
 }
 
+/* Where the old group cannot be kept (a writer who is not root and not in
+ * the old file's group) the group's rights would go to another group (the
+ * writer's): it gets only what the old file gave both its group and
+ * everyone else, and no setgid (that would run the file as the writer's
+ * group). Without an ACL, in the mode: group & others (02660 -> 0600,
+ * 0664 -> 0644). */
+static mode_t mode_for_other_group(mode_t mode)
+{
+    mode_t others_as_group = (mode & S_IRWXO) << 3;
+
+    return (mode & ~(mode_t)(S_ISGID | S_IRWXG)) | (mode & S_IRWXG & others_as_group);
+}
+
+/* With an ACL that has a mask, the mode's group bits are the mask (the
+ * most any named user or group gets, kept as they were), and the owning
+ * group's right is the ACL's group entry: that one is limited to the
+ * other entry's. The ACL is the kernel's xattr: a 4-byte version, then
+ * 8-byte entries (16-bit tag, 16-bit permission, 32-bit id, little-endian).
+ * 0 when it has no mask (then chmod sets the group entry: the mode's rule). */
+#define FF_ACL_GROUP_OBJ 0x04
+#define FF_ACL_MASK 0x10
+#define FF_ACL_OTHER 0x20
+static int acl_group_as_others(char *acl, size_t len)
+{
+    unsigned char *entry, *group = NULL, *other = NULL, *mask = NULL;
+    size_t i;
+
+    if (len < 4 || (len - 4) % 8 != 0)
+        return 0;
+    for (i = 4; i < len; i += 8) {
+        entry = (unsigned char *)acl + i;
+        switch (entry[0] | entry[1] << 8) {
+        case FF_ACL_GROUP_OBJ: group = entry; break;
+        case FF_ACL_MASK:      mask = entry; break;
+        case FF_ACL_OTHER:     other = entry; break;
+        }
+    }
+    if (!group || !mask || !other)
+        return 0;
+    group[2] &= other[2];   /* r, w, x: the low byte */
+    group[3] &= other[3];
+    return 1;
+}
+
 /* preserve: the old file's owner, its ACL, then its mode. After the data
  * is written: a write by a user without CAP_FSETID clears set-id bits, and
  * chown may clear them too; chmod last restores them. The ACL before the
@@ -488,14 +538,21 @@ int ff_atomic_create(struct ff_atomic *a, long pid)
  * (with it, chmod sets the mask, as the old file has it). */
 static int preserve_old(struct ff_atomic *a)
 {
+    mode_t mode = a->old.st_mode & 07777;
     int err;
 
     a->step = FF_STEP_OWNER;
     FF_SYSCALL(err, a->intr, fchown(a->fd, a->old.st_uid, a->old.st_gid));
     if (err == EPERM)   /* not root: a member of the file's group may still set the group */
         FF_SYSCALL(err, a->intr, fchown(a->fd, (uid_t)-1, a->old.st_gid));
-    if (err && err != EPERM)
+    if (err == EPERM) {     /* the group is the writer's, not the old one */
+        if (a->acl && acl_group_as_others(a->acl, a->acl_len))
+            mode &= ~(mode_t)S_ISGID;
+        else
+            mode = mode_for_other_group(mode);
+    } else if (err) {
         return err;
+    }
     a->step = FF_STEP_MODE;
     err = 0;
     /* the old file's ACL, or none: not the one the temp may have inherited
@@ -506,7 +563,7 @@ static int preserve_old(struct ff_atomic *a)
         FF_SYSCALL(err, a->intr, ff_acl_remove(a->fd));
     if (err && err != FF_ENOATTR)
         return err;
-    FF_SYSCALL(err, a->intr, fchmod(a->fd, a->old.st_mode & 07777));
+    FF_SYSCALL(err, a->intr, fchmod(a->fd, mode));
     return err;
 }
 
@@ -648,27 +705,73 @@ void ff_wbuf_free(struct ff_wbuf *b)
  * AT_FDCWD): renameat2 where the build and the filesystem have it, else a
  * hard link, which never replaces either. */
 
+/* 1 when from and to in dirfd are one file (device and inode), looked at
+ * without a callback: from the link on no handler may run. */
+static int same_file(int dirfd, const char *from, const char *to)
+{
+    struct stat f, t;
+    int err;
+
+    FF_SYSCALL(err, NULL, fstatat(dirfd, from, &f, AT_SYMLINK_NOFOLLOW));
+    if (err)
+        return 0;
+    FF_SYSCALL(err, NULL, fstatat(dirfd, to, &t, AT_SYMLINK_NOFOLLOW));
+    return !err && f.st_dev == t.st_dev && f.st_ino == t.st_ino;
+}
+
+/* The link fallback publishes in two steps: link (the target now exists,
+ * the temp is a second name of it), then unlink of the temp. No handler
+ * runs once the link is made (the unlink's EINTR is retried without the
+ * callback): user code never sees the target with two names, and a
+ * handler that dies cannot leave a target made by a call that dies. The
+ * link and the unlink are one step, as a rename is: a signal that comes
+ * during it is handled after the call returns. An EINTR may come after the
+ * server did the work (NFS, FUSE): a link interrupted is looked for (the
+ * same inode as the temp) before handlers run, and the unlink's ENOENT
+ * means its name is gone. */
+static int link_then_unlink(int dirfd, const char *from, const char *to, int *unsupported,
+                            const struct ff_eintr *intr)
+{
+    unsigned spins = 0;
+    int err, undo, interrupted = 0;
+
+    for (;;) {
+        err = linkat(dirfd, from, dirfd, to, 0) < 0 ? errno : 0;
+        if (err != EINTR)
+            break;
+        interrupted = 1;
+        if (same_file(dirfd, from, to)) {   /* linked after all: no handler now */
+            err = 0;
+            break;
+        }
+        if (!ff_retry_eintr(intr, &spins))  /* nothing published: handlers may run */
+            break;
+    }
+    if (err == EEXIST && interrupted && same_file(dirfd, from, to))
+        err = 0;                            /* the interrupted link, done late */
+    *unsupported = err == EPERM || err == ENOSYS || err == EOPNOTSUPP;
+    if (err)
+        return err;
+    FF_SYSCALL(err, NULL, unlinkat(dirfd, from, 0));     /* no callback: see above */
+    if (!err || err == ENOENT)      /* the temp's name is gone: published */
+        return 0;
+    /* noclobber: there was no target before; it goes again, if it is
+     * still the link made here (not a file renamed over it meanwhile) */
+    if (same_file(dirfd, from, to))
+        FF_SYSCALL(undo, NULL, unlinkat(dirfd, to, 0));
+    return err;
+}
+
 int ff_noclobber_renameat(int dirfd, const char *from, const char *to, int *unsupported,
                           const struct ff_eintr *intr)
 {
-    int err, undo;
+    int err;
 
     *unsupported = 0;
     FF_SYSCALL(err, intr, ff_renameat_noreplace(dirfd, from, dirfd, to));
     if (err != EINVAL && err != ENOSYS && err != EOPNOTSUPP)
         return err;
-    FF_SYSCALL(err, intr, linkat(dirfd, from, dirfd, to, 0));
-    if (!err) {
-        /* from is now a second name of the new target: remove it, or else
-         * undo the link (noclobber: there was no target before) */
-        FF_SYSCALL(err, intr, unlinkat(dirfd, from, 0));
-        if (!err)
-            return 0;
-        FF_SYSCALL(undo, NULL, unlinkat(dirfd, to, 0));
-        return err;
-    }
-    *unsupported = err == EPERM || err == ENOSYS || err == EOPNOTSUPP;
-    return err;
+    return link_then_unlink(dirfd, from, to, unsupported, intr);
 }
 
 static int rename_noreplace(struct ff_atomic *a)

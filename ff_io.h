@@ -253,11 +253,14 @@ mode_t ff_temp_mode(const struct ff_atomic *a, int preserve);
  * a random name, never this one again (it may have been another writer's). */
 int ff_open_excl(int dirfd, const char *name, mode_t mode, int *fd,
                  const struct ff_eintr *intr);
-/* The kernel's rule for sticky world-writable directories (/tmp), applied
- * whatever fs.protected_symlinks and fs.protected_regular say: there, only
- * what belongs to us (the euid) or to the directory's owner is trusted (a
- * link followed, an old file's owner and mode kept by preserve). 1 when
- * dir is not such a directory or owner is one of those. */
+/* The kernel's rule for sticky directories that others may write, applied
+ * whatever fs.protected_regular says (as at its level 2): world-writable
+ * (/tmp) or group-writable (01770). There, only what belongs to us (the
+ * euid) or to the directory's owner is trusted (an old file's owner and
+ * mode kept by preserve, an identical file left by if_changed, and in a
+ * world-writable one a link followed, fs.protected_symlinks' rule). 1 when
+ * dir is not such a directory or owner is one of those. The one rule of
+ * the single call, the writer and the batch. */
 int ff_sticky_trusts(const struct stat *dir, uid_t owner);
 /* preserve: the old file's access ACL into a->acl (none: NULL, 0). */
 int ff_atomic_read_acl(struct ff_atomic *a);
@@ -266,7 +269,10 @@ int ff_atomic_preserve(struct ff_atomic *a);
 /* noclobber: rename from to to, relative to dirfd (or AT_FDCWD), without
  * replacing anything: renameat2 RENAME_NOREPLACE, else
  * linkat + unlinkat of from. 0 once from is gone; *unsupported is 1 when the
- * filesystem has neither way (EPERM, ENOSYS, EOPNOTSUPP of the link). */
+ * filesystem has neither way (EPERM, ENOSYS, EOPNOTSUPP of the link). intr
+ * runs only while nothing is published: once the link is made no callback
+ * runs (ff_io.c's link_then_unlink), so no user code sees the target with
+ * two names. */
 int ff_noclobber_renameat(int dirfd, const char *from, const char *to, int *unsupported,
                           const struct ff_eintr *intr);
 /* 64 random bits for a temp name's suffix. */

@@ -186,7 +186,17 @@ When the target exists as a regular file, the new file gets its exact mode
 (set-id and sticky bits included, umask not applied) and, where permitted, its
 owner and group (C<EPERM> from C<fchown>, as for a non-root user, is not an
 error; a non-root member of the file's group then still sets the group, with
-a second C<fchown>). Otherwise C<perm> applies. +3 syscalls (C<lstat>,
+a second C<fchown>). Where neither owner nor group can be kept (a non-root
+writer outside the old file's group), the new file's group is the
+writer's, and the old group's bits do not go to it: the group bits are
+those the old file gave both its group and everyone else (its group bits
+and its others' bits in common), without the set-group-ID bit. So C<02660>
+becomes C<0600>, C<0664> C<0644>, C<02775> C<0755>; the owner's and
+others' bits (and set-user-ID, sticky) are kept. With an ACL (one with a
+mask, which the group bits then are) the mask and the named users and
+groups are kept, and the ACL's entry for the owning group is limited to
+its entry for others, without the set-group-ID bit.
+Otherwise C<perm> applies. +3 syscalls (C<lstat>,
 C<fchown>, C<fchmod>; +1 C<fchown> when the first is refused); owner and mode are set after the data is written, since a write
 by a user without C<CAP_FSETID> clears set-id bits. pmxcfs accepts only the modes and owners it assigns itself.
 
@@ -211,11 +221,14 @@ mask, and that mode alone would open the file to the owning group, which
 the ACL may deny; an inherited ACL would open it to users the old file kept
 out. Where the filesystem has no ACLs, only the C<lgetxattr>.
 
-In a sticky world-writable directory (such as F</tmp>) an old file is
-preserved only when it belongs to the caller (the effective uid) or to the
-directory's owner, the rule of the kernel's C<fs.protected_regular>, applied
-whatever that sysctl says: anyone may plant a file there, and taking its
-owner and mode would hand its planter the new contents. Any other dies
+In a sticky directory that others may write, world-writable (such as
+F</tmp>) or group-writable (mode C<01770>, a directory a group shares), an
+old file is preserved only when it belongs to the caller (the effective
+uid) or to the directory's owner, the rule of the kernel's
+C<fs.protected_regular> (at its level 2, which covers group-writable
+ones), applied whatever that sysctl says: anyone (any member of the group)
+may plant a file there, and taking its owner and mode would hand its
+planter the new contents. Any other dies
 with C<EACCES>, C<unable to preserve owner and mode of 'FILE' - Permission
 denied>, before anything is written; the file is left alone. +1 C<geteuid>,
 and +1 C<stat> of the directory when the old file is another user's.
@@ -227,9 +240,10 @@ or renamed and the call returns 0. The sizes are compared first (C<lstat>);
 the file is read (one read of the whole size, as L</file_get_contents> does)
 only when they match. Unchanged: C<lstat>, C<openat>, C<fstat>, C<geteuid>,
 2 C<read>, C<close>. Changed: +1 syscall (C<lstat>), or +7 when only the bytes
-differ. Another user's file in a sticky world-writable directory (such as
-F</tmp>: anyone may plant one there) is never taken as unchanged, whatever
-it holds: it is replaced, so that the file is then the caller's (+1 C<stat>
+differ. Another user's file in a sticky world-writable or group-writable
+directory (such as F</tmp>, or a C<01770> one: anyone, or any member of the
+group, may plant one there; see C<preserve>) is never taken as unchanged,
+whatever it holds: it is replaced, so that the file is then the caller's (+1 C<stat>
 of the directory for another user's file).
 The file is opened with C<O_NONBLOCK> and C<O_NOFOLLOW> and compared only if
 C<fstat> shows a regular file of that size: a FIFO or symlink swapped in after
@@ -269,7 +283,9 @@ world-writable directory +1 C<lstat>, C<geteuid> and a second C<readlink>.
 Links are followed only where the kernel's C<fs.protected_symlinks> would
 follow them, whatever that sysctl is set to: a link in a sticky
 world-writable directory (such as F</tmp>) is followed only when it belongs
-to the caller (the effective uid) or to the directory's owner. Any other
+to the caller (the effective uid) or to the directory's owner. (The
+kernel's rule stops there: a link in a sticky group-writable directory is
+followed, as C<open> follows it.) Any other
 dies with C<EACCES>, C<unable to follow symlinks of 'FILE' - Permission
 denied>, as C<open> through that link would under the sysctl; the link and
 the file it names are left alone. (Only C<$filename>'s own chain is
@@ -283,7 +299,14 @@ with C<RENAME_NOREPLACE>, or where the filesystem or the build
 (L</SYSTEMS AND BUILDS>) lacks it C<link> and
 C<unlink> of the temporary file (if that C<unlink> fails, the link is undone
 and the call dies with C<close (rename) atomic file> and the C<unlink>'s
-error). Where neither works (pmxcfs has neither), dies saying so. The temporary file is removed on failure. Together with
+error). The two are one step, as a rename is: once the C<link> is made no
+signal handler runs until the C<unlink> is done (its C<EINTR> is retried at
+once), so none sees the target with two names, and a signal that comes then
+is handled after the call returns. An C<EINTR> of the C<link> itself runs
+the pending handlers as an interrupted rename does (nothing is published
+yet: one that dies leaves no target), after a look that the C<link> was not
+made after all: a C<link> or C<unlink> that answers C<EINTR> after the server
+did it (NFS, FUSE) counts as done. Where neither works (pmxcfs has neither), dies saying so. The temporary file is removed on failure. Together with
 C<if_changed>, an existing target is an error even when it holds the same
 bytes.
 
@@ -650,7 +673,7 @@ in the way.
 =item C<unable to preserve owner and mode of 'FILENAME' - Permission denied>
 
 With C<preserve>: the target is another user's file in a sticky
-world-writable directory, whose owner and mode are not taken (see
+world-writable or group-writable directory, whose owner and mode are not taken (see
 C<preserve>); it may be a trap planted there. Remove it, or write without
 C<preserve>.
 

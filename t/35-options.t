@@ -423,6 +423,74 @@ subtest 'preserve: mode and owner of the replaced file' => sub {
     no_temps('preserve', $d);
 };
 
+# A writer that is not root keeps the old owner never, the old group only
+# as a member of it (the second fchown). Where it keeps neither, the group
+# bits would go to its own group: that group gets only what the old file
+# gave both its group and everyone else (group & others), and no setgid.
+# Run as a real second user (uid and gid 65533, no other group) in a
+# directory it may write, over root's files of group 65534.
+subtest 'preserve by a writer that cannot keep the group' => sub {
+    plan skip_all => 'needs root: the old files are root\'s, the writer another user' if $> != 0;
+    require FastFile::Writer;
+    my $d = newdir('preserve-group');
+    chmod 0777, $d or die "chmod: $!";
+    my ($uid, $gid) = (65533, 65533);
+    my %api = (
+        file_set_contents => sub { FastFile::file_set_contents($_[0], "new\n", { preserve => 1 }) },
+        writer => sub { my $w = FastFile::Writer->new($_[0], { preserve => 1 }); $w->print("new\n"); $w->commit },
+        batch => sub { FastFile::file_set_contents_many([ $_[0] => "new\n" ], { preserve => 1 }) },
+    );
+    # old mode, old group, the mode and owner expected
+    my @cases = (
+        [ 02660, 65534, '0600', "$uid:$gid" ],     # the group's rw is not the writer's group's
+        [ 0664,  65534, '0644', "$uid:$gid" ],     # what everyone could read, the group still can
+        [ 02775, 65534, '0755', "$uid:$gid" ],
+        [ 0604,  65534, '0604', "$uid:$gid" ],
+        [ 02660, $gid,  '2660', "$uid:$gid" ],     # a member keeps the group: the mode as it was
+    );
+    for my $api (sort keys %api) {
+        for my $c (@cases) {
+            my ($old_mode, $old_gid, $want_mode, $want_owner) = @$c;
+            my $label = sprintf '%s, old %04o of group %d', $api, $old_mode, $old_gid;
+            my $f = "$d/f";
+            spew($f, "old\n");
+            chown 0, $old_gid, $f or die "chown: $!";
+            chmod $old_mode, $f or die "chmod: $!";
+            my $out = in_child(sub { $api{$api}->($f); 'written' }, $uid, $gid);
+            is($out, 'ok written', "$label: the writer replaces root's file");
+            is(slurp($f), "new\n", "$label: content");
+            is(owner_of($f), $want_owner, "$label: owned by the writer");
+            is(sprintf('%04o', mode_of($f)), $want_mode, "$label: mode");
+            unlink $f;
+        }
+    }
+    # with an ACL (that has a mask) the group bits are its mask, what named
+    # users and groups get at most: kept. The owning group's right is the
+    # ACL's group entry, which goes to the writer's group: limited to the
+    # others' entry. User 65534 (a named entry) still reads; uid 65532 of
+    # the writer's group, whom the old group's rw would let in, does not.
+    SKIP: {
+        skip 'the portable build keeps no ACL', 5 unless $ACL;
+        skip 'no xattr syscall numbers for this architecture', 5 unless xattr_nr('set');
+        my $acl = pack('V', 2) . join '', map { pack 'vvV', @$_ }
+            [0x01, 6, 0xffffffff], [0x02, 6, 65534], [0x04, 6, 0xffffffff], [0x10, 6, 0xffffffff], [0x20, 0, 0xffffffff];
+        my $f = "$d/acl";
+        spew($f, "old\n", 0600);
+        chown 0, 65534, $f or die "chown: $!";
+        skip "no POSIX ACLs here: $!", 5
+            if syscall(xattr_nr('set'), $f, my $name = 'system.posix_acl_access', $acl, length $acl, 0) < 0;
+        chmod 02660, $f or die "chmod: $!";
+        my $reads = sub { in_child(sub { open(my $fh, '<', $f) ? 'reads' : 'refused' }, $_[0], $_[1]) };
+        is(in_child(sub { $api{file_set_contents}->($f); 'written' }, $uid, $gid), 'ok written',
+           'ACL: the writer replaces the file');
+        is($reads->(65534, 65534), 'ok reads', 'ACL: its named user 65534 still reads (the mask kept)');
+        is($reads->(65532, $gid), 'ok refused', 'ACL: a member of the writer\'s group does not');
+        is(sprintf('%04o', mode_of($f)), '0660', 'ACL: the mode shows the mask, no setgid');
+        ok(defined acl_of($f), 'ACL: the new file has the ACL');
+    }
+    no_temps('preserve-group', $d);
+};
+
 # The old file's POSIX access ACL, as the raw xattr: with an ACL the mode's
 # group bits are its mask, so a mode copied without the ACL gave the owning
 # group the mask's rights, which the ACL denied it. Set and read with the
@@ -547,9 +615,11 @@ subtest 'preserve: syscalls and errors' => sub {
                 code => q{file_set_contents("$D/f", $DATA, { preserve => 1 })});
     is($t->{err}, '', 'fchown EPERM is ignored');
     is(slurp("$d/f"), $KiB64, 'fchown EPERM: file written');
-    is(sprintf('%04o', mode_of("$d/f")), '0640', 'fchown EPERM: mode still set');
+    # neither owner nor group kept: the group bits are not given to the
+    # writer's group (0640: the group's r is not everyone's)
+    is(sprintf('%04o', mode_of("$d/f")), '0600', 'fchown EPERM: mode set, less the old group\'s bits');
     is_deeply($t->{seq}, [ LSTAT('D/f'), @LOOK, NOACL('D/f'), T_OPEN('D/f', '0600'), WRITE64, "fchown(FD, $ou, $og) = -1 EPERM (INJECTED)",
-                           "fchown(FD, -1, $og) = -1 EPERM (INJECTED)", RMACL, 'fchmod(FD, 0640) = 0', CLOSE, RENAME('D/f') ],
+                           "fchown(FD, -1, $og) = -1 EPERM (INJECTED)", RMACL, 'fchmod(FD, 0600) = 0', CLOSE, RENAME('D/f') ],
               'fchown EPERM: fchmod and the rest follow');
     no_temps('fchown EPERM', $d);
 };
@@ -586,7 +656,7 @@ subtest 'preserve as a non-root user: EPERM from fchown is ignored' => sub {
     is($r{ret}, 1, 'returns 1');
     is(slurp("$d/f"), 'by nobody', 'content');
     is(owner_of("$d/f"), "$uid:$gid", 'owner could not be copied: the file is nobody\'s');
-    is(sprintf('%04o', mode_of("$d/f")), '0640', 'mode still copied');
+    is(sprintf('%04o', mode_of("$d/f")), '0600', 'mode copied, less the group bits root\'s group had');
     is($r{suiderr}, '', 'preserve of a set-id file as its non-root owner succeeds');
     is(slurp("$d/suid"), 'new', '... content');
     is(sprintf('%04o', mode_of("$d/suid")), '6750', '... set-id bits kept (copied after the write)');
@@ -604,7 +674,7 @@ subtest 'preserve as a non-root user: EPERM from fchown is ignored' => sub {
     # root's file: preserve looks at the directory first (sticky: refused)
     seq_is($t, [ LSTAT('D/g'), "geteuid() = $uid", 'newfstatat(AT_FDCWD, "D", {...}, 0) = 0', NOACL('D/g'),
                  T_OPEN('D/g', '0600'), WRITE64, 'fchown(FD, 0, 0) = -1 EPERM',
-                 'fchown(FD, -1, 0) = -1 EPERM', RMACL, 'fchmod(FD, 0640) = 0',
+                 'fchown(FD, -1, 0) = -1 EPERM', RMACL, 'fchmod(FD, 0600) = 0',
                  CLOSE, RENAME('D/g') ], 'preserve => 1 as nobody over a root file');
     is(owner_of("$d/g"), "$uid:$gid", 'owned by nobody');
 };

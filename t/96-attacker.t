@@ -13,7 +13,10 @@
 # Each case ends with the victim's files as intended, nothing readable that
 # the final mode would not allow, nothing outside the target's directory
 # written (a root file elsewhere, the attacker's symlinks' target, stays as
-# it was), no temp of the victim's left. The number of cases is printed.
+# it was), no temp of the victim's left. In a sticky group-writable
+# directory (01770 of the attacker's group) the attacker, a member, plants
+# the file that preserve and if_changed must not trust. The number of cases
+# is printed.
 # Without RELEASE_TESTING or AUTHOR_TESTING (FFTest::full_testing) the
 # planted cases run in full and the held-open ones as a fixed sample.
 use strict;
@@ -73,7 +76,8 @@ my $SECRET = "new secret\n";
 # ----------------------------------------------------------------- helpers
 
 my $n_case = 0;
-# A fresh case: sticky (01777) or own (0755) directory, and an outside
+# A fresh case: sticky (01777), sticky-group (01770, the attacker's group:
+# fs.protected_regular=2's kind) or own (0755) directory, and an outside
 # directory with a root-only file the attacker would like written.
 sub new_case {
     my ($where) = @_;
@@ -82,7 +86,8 @@ sub new_case {
     chmod 0755, $c or die;
     my $d = "$c/dir";
     mkdir $d or die;
-    chmod $where eq 'sticky' ? 01777 : 0755, $d or die;
+    chmod $where eq 'sticky' ? 01777 : $where eq 'sticky-group' ? 01770 : 0755, $d or die;
+    chown 0, $NOGROUP, $d or die "chown $d: $!" if $where eq 'sticky-group';    # the attacker's group
     mkdir "$c/outside" or die;
     chmod 0755, "$c/outside" or die;
     spew("$c/outside/precious", "precious\n", 0600);
@@ -490,7 +495,57 @@ sub windowed_cases {
     }
 }
 
+# ---------------------------------- a sticky group-writable directory
+
+# 01770, root's, of the attacker's group (a directory a team shares): every
+# member may plant a file there, as anyone in /tmp. preserve and if_changed
+# treat it as a sticky world-writable one (fs.protected_regular=2's rule,
+# whatever the sysctl says): a member's file is neither preserved (that
+# handed the planter the new contents: their own file, mode 04777) nor left
+# as unchanged; a file of the directory's owner is.
+sub group_sticky_cases {
+    for my $api (@APIS) {
+        my $label = "sticky-group $api preserve: a group member's file at the target";
+        my $c = new_case('sticky-group');
+        my $t = "$c->{dir}/report";
+        my $planted = as_attacker(sub { spew($t, "bait\n"); chmod 04777, $t or die "$!\n"; 'planted' });
+        is($planted, 'ok planted', "$label: planted");
+        my ($ok, $err, $errno) = victim($api, $t, $SECRET, { preserve => 1, perm => 0600 });
+        ok(!$ok, "$label: refused");
+        is($errno, Errno::EACCES(), "$label: EACCES");
+        like($err, qr/^unable to preserve owner and mode of '\Q$t\E' - \Q${\ errno_text(Errno::EACCES())}\E\n/,
+             "$label: the message says why");
+        is(fingerprint($c->{dir}), "report=f:bait\n:$NOBODY:4777", "$label: the member's file left as it was");
+        end_checks($label, $c);
+    }
+    for my $api (grep { $_ ne 'writer' } @APIS) {    # the writer has no if_changed
+        my $label = "sticky-group $api if_changed: a group member's identical file";
+        my $c = new_case('sticky-group');
+        my $t = "$c->{dir}/conf";
+        my $planted = as_attacker(sub { spew($t, $SECRET); chmod 0666, $t or die "$!\n"; 'planted' });
+        is($planted, 'ok planted', "$label: planted");
+        my ($ok, $err) = victim($api, $t, $SECRET, { if_changed => 1, perm => 0600 });
+        ok($ok, "$label: the call succeeds") or diag($err);
+        is((lstat $t)[4], 0, "$label: the file is the victim's now");
+        end_checks($label, $c, real => $t, content => $SECRET, mode => 0600);
+    }
+    for my $api (@APIS) {
+        my $label = "sticky-group $api preserve: a file of the directory's owner";
+        my $c = new_case('sticky-group');
+        chown $NOBODY, $NOGROUP, $c->{dir} or die;
+        my $t = "$c->{dir}/report";
+        my $planted = as_attacker(sub { spew($t, "old\n"); chmod 0640, $t or die "$!\n"; 'planted' });
+        is($planted, 'ok planted', "$label: made");
+        my ($ok, $err) = victim($api, $t, $SECRET, { preserve => 1 });
+        ok($ok, "$label: preserved") or diag($err);
+        is(join(':', (lstat $t)[4, 5]), "$NOBODY:$NOGROUP", "$label: its owner and group kept");
+        end_checks($label, $c, real => $t, content => $SECRET, mode => 0640);
+    }
+}
+
 # ------------------------------------------------------------------ run
+
+group_sticky_cases();
 
 for my $ps (0, 1) {
     SKIP: {
