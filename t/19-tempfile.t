@@ -5,7 +5,7 @@ use warnings;
 # reference models (t/lib/Reference.pm), case by case: the bytes other
 # programs read through the returned /proc path, the handle (class, what
 # print, seek, read, fileno, close do), modes, options, warnings, die texts.
-# Their syscalls are in t/26-helpers-syscalls.t, injected faults in
+# Their syscalls are in t/28-helpers-syscalls.t, injected faults in
 # t/86-helpers-faults.t.
 
 BEGIN { $ENV{LC_ALL} = 'C'; delete $ENV{LANGUAGE} }
