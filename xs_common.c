@@ -331,7 +331,10 @@ void ffxs_parse_options(pTHX_ HV *hv, struct ff_options *opt, bool *force_utf8,
                 taint_proper(NULL, op);
             }
             if (SvOK(val)) {
-                NV mode = SvROK(val) || !looks_like_number(val) ? -1 : number_arg(val, "perm");
+                /* a number is one (a dualvar by its number, as sysopen
+                 * reads it); a string must look like one */
+                NV mode = SvROK(val) || !(SvNIOK(val) || looks_like_number(val))
+                              ? -1 : number_arg(val, "perm");
                 if (!(mode >= 0 && mode <= 07777 && mode == (NV)(IV)mode))  /* NaN fails too */
                     croak("invalid value for option 'perm'\n");
                 opt->perm = (mode_t)mode;

@@ -67,10 +67,17 @@ bool ffxs_safe_path(pTHX_ SV *path, const char *op);
  * (sv_setsv), a string with an offset (OOK), one whose buffer has no room
  * for the share count, a read-only one that is not shared already, one
  * shared 256 times already. */
+/* The number forms a snapshot keeps besides the string: a dualvar ($!,
+ * Scalar::Util::dualvar, a number whose string form is cached) is read as
+ * perl reads it where it is used, its number where a number is wanted
+ * (sysopen's perm, file_get_contents' max), its string where a string is. */
+#define FF_NUM_FLAGS (SVf_IOK | SVp_IOK | SVf_NOK | SVp_NOK | SVf_IVisUV)
+
 PERL_STATIC_INLINE SV *S_snapshot(pTHX_ SV *sv)
 {
-    /* a string's type already: sv_setsv need not upgrade it */
-    SV *copy = sv_2mortal(newSV_type(SVt_PV));
+    /* a string's type already: sv_setsv need not upgrade it; a string
+     * with a number form (a dualvar) has room for both */
+    SV *copy = sv_2mortal(newSV_type(SvNIOKp(sv) ? SVt_PVNV : SVt_PV));
 
 #if defined(SvCANCOW) && defined(CowREFCNT)
     if (!SvMAGICAL(sv) && SvPOK(sv) && SvLEN(sv) && SvCANCOW(sv)) {
@@ -82,7 +89,14 @@ PERL_STATIC_INLINE SV *S_snapshot(pTHX_ SV *sv)
         SvPV_set(copy, SvPVX(sv));
         SvCUR_set(copy, SvCUR(sv));
         SvLEN_set(copy, SvLEN(sv));
-        SvFLAGS(copy) |= SVf_IsCOW | SVf_POK | SVp_POK | (SvFLAGS(sv) & SVf_UTF8);
+        SvFLAGS(copy) |= SVf_IsCOW | SVf_POK | SVp_POK
+                         | (SvFLAGS(sv) & (SVf_UTF8 | FF_NUM_FLAGS));
+        if (SvNIOKp(sv)) {
+            if (SvIOKp(sv))
+                SvIV_set(copy, SvIVX(sv));      /* (an UV in the same slot) */
+            if (SvNOKp(sv))
+                SvNV_set(copy, SvNVX(sv));
+        }
         return copy;
     }
 #endif

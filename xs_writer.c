@@ -268,7 +268,7 @@ static void S_writer_options(pTHX_ SV *opts, struct ff_options *opt, bool *force
     parse_options(hv, opt, force_utf8, &size_sv, FF_WRITER_CLASS "->new");
     if (!size_sv || !SvOK(size_sv))     /* its get-magic ran in parse_options */
         return;
-    if (SvROK(size_sv) || !looks_like_number(size_sv)
+    if (SvROK(size_sv) || !(SvNIOK(size_sv) || looks_like_number(size_sv))
         || !((nv = number_arg(size_sv, "buffer_size")) >= 1 && nv <= (NV)SSize_t_MAX
              && nv == (NV)(size_t)nv))       /* NaN fails too */
         croak("invalid value for option 'buffer_size'\n");
