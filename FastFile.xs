@@ -401,6 +401,16 @@ MODULE = FastFile    PACKAGE = FastFile
 
 PROTOTYPES: DISABLE
 
+BOOT:
+    ffxs_pid_boot(aTHX);
+
+#  A new ithread's interpreter: its own $$ page (xs_pid.c).
+void
+CLONE(...)
+  CODE:
+    PERL_UNUSED_VAR(items);
+    ffxs_pid_clone(aTHX);
+
 void
 file_set_contents(SV *filename, SV *data = NULL, SV *perm = NULL, SV *force_utf8 = NULL, ...)
   PREINIT:
@@ -443,6 +453,7 @@ _build_info()
     (void)hv_stores(info, "O_PATH", newSViv(!!(features & FF_FEATURE_O_PATH)));
     (void)hv_stores(info, "acl", newSViv(!!(features & FF_FEATURE_ACL)));
     (void)hv_stores(info, "statx", newSViv(!!(features & FF_FEATURE_STATX)));
+    (void)hv_stores(info, "pid_cache", newSViv(ffxs_pid_cached(aTHX)));
     mXPUSHs(newRV_noinc((SV *)info));
 
 INCLUDE: Writer.xsh

@@ -185,15 +185,14 @@ PERL_STATIC_INLINE void S_hold_args(pTHX_ SV *const *args, size_t n)
 #define hold_arg_array(args, n) S_hold_args(aTHX_ args, n)
 #define hold_args(args) hold_arg_array(args, sizeof(args) / sizeof(args[0]))
 
-/* $$, not getpid(): temp files are named after it. (Not SvIV(get_sv(...)):
- * SvIV evaluates its argument twice, and the lookup is the costly part.) */
-PERL_STATIC_INLINE IV S_dollar_pid(pTHX)
-{
-    SV *pid = get_sv("$", GV_ADD);
-
-    return SvIV(pid);
-}
-#define dollar_pid() S_dollar_pid(aTHX)
+/* $$, what temp files are named after, without a getpid(2) a call: kept
+ * in a page every fork's child gets zeroed (xs_pid.c). boot and clone set
+ * up an interpreter's (BOOT, CLONE); cached says whether it has one. */
+IV ffxs_pid(pTHX);
+void ffxs_pid_boot(pTHX);
+void ffxs_pid_clone(pTHX);
+bool ffxs_pid_cached(pTHX);
+#define dollar_pid() ffxs_pid(aTHX)
 
 /* What ffxs_on_eintr protects while perl's signal handlers run. */
 struct ff_guard {
