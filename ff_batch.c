@@ -747,14 +747,16 @@ static int create_temp(struct ff_batch *b, size_t i)
     struct ff_batch_file *f = &b->files[i];
     struct ff_atomic *a = &f->a;
     size_t base_len = strlen(a->temp);
-    int err, tries = 0;
+    int err, tries = 0, fit = 0;
 
     for (;;) {
         err = ff_open_excl(b->dirs[f->dir].fd, TEMP_LEAF(f), ff_temp_mode(a, b->opt.preserve),
                            &a->fd, b->intr);
-        if (err == EEXIST && tries++ < FF_TEMP_TRIES) {
-            snprintf(a->temp + base_len, FF_TEMP_SUFFIX_MAX, ".%016llx", ff_random_bits());
-            continue;
+        if ((err == EEXIST || (err == ENAMETOOLONG && tries && !fit)) && tries++ < FF_TEMP_TRIES) {
+            if (err == ENAMETOOLONG)
+                fit = 1;        /* as in a single call (ff_io.c) */
+            if (!(err = ff_temp_random_name(a->temp, strlen(a->target), base_len, &fit)))
+                continue;
         }
         if (err == EMFILE && b->window_n > 0) {
             if ((err = barrier(b)))

@@ -333,17 +333,52 @@ static unsigned long long random_bits(void)
            ^ (unsigned long long)(size_t)&r;
 }
 
+#ifndef NAME_MAX
+#define NAME_MAX 255
+#endif
+
+int ff_temp_random_name(char *temp, size_t target_len, size_t base_len, int *fit)
+{
+    const size_t add = FF_TEMP_SUFFIX_MAX - 1;      /* ".<16 hex digits>" */
+    size_t leaf = target_len;           /* where the target's last name starts */
+    char suffix[FF_TEMP_SUFFIX_MAX];
+
+    while (leaf > 0 && temp[leaf - 1] != '/')
+        leaf--;
+    snprintf(suffix, sizeof suffix, ".%016llx", random_bits());
+    if (!*fit && base_len - leaf + add <= NAME_MAX) {
+        memcpy(temp + base_len, suffix, FF_TEMP_SUFFIX_MAX);  /* "<target>.tmp.<pid>.<random>" */
+        return 0;
+    }
+    /* As long as the plain name, which the kernel took (a name near
+     * NAME_MAX, or a filesystem with a shorter limit): the random part
+     * takes the place of the target name's last bytes,
+     * "<target less 17 bytes>.tmp.<pid>.<random>". Never the target's own
+     * name: that is shorter. */
+    *fit = 1;
+    if (target_len - leaf <= add)
+        return ENAMETOOLONG;            /* a leaf that short: no fallback that fits */
+    memmove(temp + target_len - add, temp + target_len, base_len - target_len);
+    memcpy(temp + base_len - add, suffix, FF_TEMP_SUFFIX_MAX);
+    return 0;
+}
+
 static int create_temp(struct ff_atomic *a)
 {
     size_t base_len = strlen(a->temp);
     int err = open_temp(a, &a->fd);
-    int tries;
+    int tries, fit = 0;
 
     /* The plain name may belong to another live writer (same PID on another
-     * cluster node): never touch it, pick a fresh name instead. */
-    for (tries = 0; err == EEXIST && tries < FF_TEMP_TRIES; tries++) {
-        snprintf(a->temp + base_len, FF_TEMP_SUFFIX_MAX, ".%016llx", random_bits());
-        err = open_temp(a, &a->fd);
+     * cluster node): never touch it, pick a fresh name instead, one that
+     * fits wherever the plain name does. */
+    for (tries = 0; (err == EEXIST || (err == ENAMETOOLONG && tries && !fit))
+                    && tries < FF_TEMP_TRIES; tries++) {
+        if (err == ENAMETOOLONG)
+            fit = 1;
+        err = ff_temp_random_name(a->temp, strlen(a->target), base_len, &fit);
+        if (!err)
+            err = open_temp(a, &a->fd);
     }
     if (!err)
         a->created = 1;

@@ -243,6 +243,13 @@ int ff_atomic_preserve(struct ff_atomic *a);
  * filesystem has neither way (EPERM, ENOSYS, EOPNOTSUPP of the link). */
 int ff_noclobber_renameat(int dirfd, const char *from, const char *to, int *unsupported,
                           const struct ff_eintr *intr);
+/* The name to try after temp[0..base_len) ("<target>.tmp.<pid>", the
+ * target target_len bytes) exists: ".<16 random hex digits>" appended; or,
+ * once *fit is set (the longer name was too long for the filesystem) or
+ * where the leaf would pass NAME_MAX, in place of the target name's last
+ * 17 bytes, so it is as long as the plain name and fits wherever that one
+ * does (sets *fit). temp has room for FF_TEMP_SUFFIX_MAX more bytes. */
+int ff_temp_random_name(char *temp, size_t target_len, size_t base_len, int *fit);
 /* 64 random bits for a temp name's suffix. */
 unsigned long long ff_random_bits(void);
 
