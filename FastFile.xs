@@ -24,6 +24,7 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
     bool force_utf8 = FALSE;
     struct ff_options opt;
     struct ff_atomic atomic, *a = &atomic;   /* this frame outlives its LEAVE */
+    char temp_buf[FF_TEMP_BUF];              /* the temp's name, as long */
     struct ff_eintr intr;
     struct ff_guard guard;
     IV pid;
@@ -96,7 +97,7 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
     guard.reading = FALSE;
     intr.fn = ffxs_on_eintr;
     intr.ctx = &guard;
-    wrote = start_write(a, path, &opt, &intr, pid, op, buf, len, ors, ors_len);
+    wrote = start_write(a, path, &opt, &intr, pid, op, buf, len, ors, ors_len, temp_buf);
     if (wrote) {
         a->step = FF_STEP_WRITE;
         err = ff_write_tail_all(a->fd, buf, len, ors, ors_len, &intr);
@@ -411,13 +412,13 @@ CLONE(...)
     PERL_UNUSED_VAR(items);
     ffxs_pid_clone(aTHX);
 
-void
+int
 file_set_contents(SV *filename, SV *data = NULL, SV *perm = NULL, SV *force_utf8 = NULL, ...)
-  PREINIT:
-    int wrote;
-  PPCODE:
-    wrote = file_set_contents(filename, data, perm, force_utf8);
-    mXPUSHi(wrote);
+  CODE:
+    /* (into the op's TARG, as perl's own ops return numbers: no new SV) */
+    RETVAL = file_set_contents(filename, data, perm, force_utf8);
+  OUTPUT:
+    RETVAL
 
 void
 file_get_contents(SV *filename, SV *max = NULL, ...)

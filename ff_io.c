@@ -60,6 +60,28 @@ int ff_atomic_init(struct ff_atomic *a, const char *path, const struct ff_option
     return a->target ? 0 : ENOMEM;
 }
 
+void ff_atomic_init_lent(struct ff_atomic *a, const char *path, const struct ff_options *opt,
+                         const struct ff_eintr *intr, char *temp_buf)
+{
+    memset(a, 0, sizeof *a);
+    a->fd = -1;
+    a->step_fd = -1;
+    a->opt = *opt;
+    a->intr = intr;
+    a->target = (char *)path;      /* only read, never written through */
+    a->target_lent = 1;
+    a->temp_buf = temp_buf;
+}
+
+/* The target's string gives way to a new one (next, ours). */
+static void replace_target(struct ff_atomic *a, char *next)
+{
+    if (!a->target_lent)
+        free(a->target);
+    a->target = next;
+    a->target_lent = 0;
+}
+
 int ff_sticky_trusts(const struct stat *dir, uid_t owner)
 {
     return (dir->st_mode & (S_ISVTX | S_IWOTH)) != (S_ISVTX | S_IWOTH)
@@ -158,8 +180,7 @@ static int resolve_symlinks(struct ff_atomic *a)
         }
         if (!next)
             return ENOMEM;
-        free(a->target);
-        a->target = next;
+        replace_target(a, next);
     }
 }
 
@@ -484,7 +505,8 @@ int ff_atomic_create(struct ff_atomic *a, long pid)
     if (err)
         return err;
 
-    a->temp = malloc(len + sizeof ".tmp." + 3 * sizeof(long) + FF_TEMP_SUFFIX_MAX);
+    a->temp = a->temp_buf && len + FF_TEMP_EXTRA <= FF_TEMP_BUF ? a->temp_buf
+              : malloc(len + FF_TEMP_EXTRA);
     if (!a->temp)
         return ENOMEM;
     /* "<target>.tmp.<pid>" by hand: sprintf costs more than the rest of
@@ -831,10 +853,13 @@ void ff_atomic_discard(struct ff_atomic *a)
         a->created = 0;
     }
     release_step(a);
-    free(a->temp);
-    free(a->target);
+    if (a->temp != a->temp_buf)
+        free(a->temp);
+    if (!a->target_lent)
+        free(a->target);
     free(a->acl);
     a->temp = a->target = a->acl = NULL;
+    a->target_lent = 0;
     errno = saved;
 }
 

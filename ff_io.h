@@ -87,6 +87,11 @@ struct ff_atomic {
     const struct ff_eintr *intr;
     char *target;      /* the path replaced: the name given, or where its symlinks lead */
     char *temp;        /* target + ".tmp.<pid>" [+ ".<random>"] */
+    /* The single call's paths without the heap (ff_atomic_init_lent):
+     * target is the caller's string until symlinks replace it, temp in the
+     * caller's buffer when it fits. Neither is freed then. */
+    char *temp_buf;    /* FF_TEMP_BUF bytes of the caller's, or NULL */
+    int target_lent;   /* target is the caller's, not ours to free */
     int fd;            /* the temp's fd, -1 once closed */
     int created;       /* 1 while the file at temp is ours to remove */
     long pid;          /* the process that created temp (its name has it) */
@@ -105,6 +110,12 @@ struct ff_atomic {
 
 /* Bytes a temp path needs beyond "<target>.tmp.<pid>" for a random suffix. */
 #define FF_TEMP_SUFFIX_MAX 18   /* "." + 16 hex digits + NUL */
+/* Bytes "<target>.tmp.<pid>.<random>" needs beyond the target's length. */
+#define FF_TEMP_EXTRA (sizeof ".tmp." + 3 * sizeof(long) + FF_TEMP_SUFFIX_MAX)
+/* A temp buffer that holds the temp of any target the kernel accepts
+ * (PATH_MAX, with its NUL); a longer one is allocated (open then fails
+ * with ENAMETOOLONG, and the message names it). */
+#define FF_TEMP_BUF (4096 + FF_TEMP_EXTRA)
 /* How many random names are tried after the plain temp name exists. */
 #define FF_TEMP_TRIES 16
 /* Symlinks followed before ELOOP, as the kernel does. */
@@ -114,6 +125,13 @@ struct ff_atomic {
  * Returns 0 or ENOMEM. */
 int ff_atomic_init(struct ff_atomic *a, const char *path, const struct ff_options *opt,
                    const struct ff_eintr *intr);
+
+/* ff_atomic_init without copying path: it must outlive a (until
+ * ff_atomic_discard); the temp name is made in temp_buf (FF_TEMP_BUF
+ * bytes, living as long) when it fits. No heap for the usual call.
+ * Cannot fail. */
+void ff_atomic_init_lent(struct ff_atomic *a, const char *path, const struct ff_options *opt,
+                         const struct ff_eintr *intr, char *temp_buf);
 
 /* Follow symlinks (follow_symlinks) and lstat the old target (preserve,
  * if_changed). */

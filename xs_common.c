@@ -357,12 +357,18 @@ void ffxs_parse_options(pTHX_ HV *hv, struct ff_options *opt, bool *force_utf8,
 
 bool ffxs_start_write(pTHX_ struct ff_atomic *a, SV *path, const struct ff_options *opt,
                       const struct ff_eintr *intr, IV pid, const char *op,
-                      const char *buf, STRLEN len, const char *tail, STRLEN tail_len)
+                      const char *buf, STRLEN len, const char *tail, STRLEN tail_len,
+                      char *temp_buf)
 {
-    int err = ff_atomic_init(a, SvPVX(path), opt, intr);
+    int err;
 
-    if (err)
-        croak_errno(err, "unable to replace '%" SVf "' - ", SVfARG(path));
+    if (temp_buf) {
+        ff_atomic_init_lent(a, SvPVX(path), opt, intr, temp_buf);
+    } else {
+        err = ff_atomic_init(a, SvPVX(path), opt, intr);
+        if (err)
+            croak_errno(err, "unable to replace '%" SVf "' - ", SVfARG(path));
+    }
     discard_at_leave(a);
     croak_unless_safe(path, op, pid);
     err = ff_atomic_prepare(a);

@@ -224,12 +224,16 @@ void ffxs_discard_at_leave(pTHX_ struct ff_atomic *a);
  * refused as open refuses it, the old target looked at, and unless
  * if_changed finds it holding buf then tail already, the temp created.
  * FALSE when the target is unchanged (nothing created). op names the
- * caller in warnings; pid is $$ of the call. Croaks for every failure. */
+ * caller in warnings; pid is $$ of the call. Croaks for every failure.
+ * temp_buf (FF_TEMP_BUF bytes): a call whose frame outlives the
+ * replacement (file_set_contents) lends it path's string and this buffer
+ * for the temp name, no heap; NULL (the writer, which keeps a) copies. */
 bool ffxs_start_write(pTHX_ struct ff_atomic *a, SV *path, const struct ff_options *opt,
                       const struct ff_eintr *intr, IV pid, const char *op,
-                      const char *buf, STRLEN len, const char *tail, STRLEN tail_len);
-#define start_write(a, path, opt, intr, pid, op, buf, len, tail, tail_len) \
-    ffxs_start_write(aTHX_ a, path, opt, intr, pid, op, buf, len, tail, tail_len)
+                      const char *buf, STRLEN len, const char *tail, STRLEN tail_len,
+                      char *temp_buf);
+#define start_write(a, path, opt, intr, pid, op, buf, len, tail, tail_len, temp_buf) \
+    ffxs_start_write(aTHX_ a, path, opt, intr, pid, op, buf, len, tail, tail_len, temp_buf)
 
 #if defined(__GNUC__) && __GNUC__ >= 4
 #pragma GCC visibility pop
