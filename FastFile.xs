@@ -25,6 +25,8 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
     struct ff_options opt;
     struct ff_atomic atomic, *a = &atomic;   /* this frame outlives its LEAVE */
     char temp_buf[FF_TEMP_BUF];              /* the temp's name, as long */
+    char suffix[FF_PID_SUFFIX_MAX];          /* ".tmp.<pid>" */
+    size_t suffix_len;
     struct ff_eintr intr;
     struct ff_guard guard;
     IV pid;
@@ -90,14 +92,15 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
     if (ors_sv && !force_utf8)
         ors = payload(ors_sv, FALSE, &ors_len, op);
 
-    pid = dollar_pid();
+    pid = ffxs_pid_suffix(aTHX_ suffix, &suffix_len);
     guard.atomic = a;
     guard.pid = pid;
     guard.forked = FALSE;
     guard.reading = FALSE;
     intr.fn = ffxs_on_eintr;
     intr.ctx = &guard;
-    wrote = start_write(a, path, &opt, &intr, pid, op, buf, len, ors, ors_len, temp_buf);
+    wrote = start_write(a, path, &opt, &intr, pid, op, buf, len, ors, ors_len, temp_buf,
+                        suffix, suffix_len);
     if (wrote) {
         a->step = FF_STEP_WRITE;
         err = ff_write_tail_all(a->fd, buf, len, ors, ors_len, &intr);

@@ -15,6 +15,7 @@
 #include "ff_syscall.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -63,7 +64,7 @@ int ff_atomic_init(struct ff_atomic *a, const char *path, const struct ff_option
 void ff_atomic_init_lent(struct ff_atomic *a, const char *path, const struct ff_options *opt,
                          const struct ff_eintr *intr, char *temp_buf)
 {
-    memset(a, 0, sizeof *a);
+    memset(a, 0, offsetof(struct ff_atomic, old));     /* old: only read with have_old */
     a->fd = -1;
     a->step_fd = -1;
     a->opt = *opt;
@@ -497,7 +498,22 @@ int ff_atomic_read_acl(struct ff_atomic *a)
     return 0;
 }
 
+size_t ff_temp_suffix(char *out, long pid)
+{
+    memcpy(out, ".tmp.", sizeof ".tmp." - 1);
+    put_decimal(out + sizeof ".tmp." - 1, pid);
+    return strlen(out);
+}
+
 int ff_atomic_create(struct ff_atomic *a, long pid)
+{
+    char suffix[FF_PID_SUFFIX_MAX];
+    size_t suffix_len = ff_temp_suffix(suffix, pid);
+
+    return ff_atomic_create_named(a, pid, suffix, suffix_len);
+}
+
+int ff_atomic_create_named(struct ff_atomic *a, long pid, const char *suffix, size_t suffix_len)
 {
     size_t len = strlen(a->target);
     int err = may_preserve(a);
@@ -512,8 +528,7 @@ int ff_atomic_create(struct ff_atomic *a, long pid)
     /* "<target>.tmp.<pid>" by hand: sprintf costs more than the rest of
      * the user-space work of a call */
     memcpy(a->temp, a->target, len);
-    memcpy(a->temp + len, ".tmp.", sizeof ".tmp." - 1);
-    put_decimal(a->temp + len + sizeof ".tmp." - 1, pid);
+    memcpy(a->temp + len, suffix, suffix_len + 1);
     a->pid = pid;
 
     a->step = FF_STEP_OPEN;

@@ -101,11 +101,11 @@ struct ff_atomic {
     int dirs_made;     /* mkdir: directory levels made, synced with fsync */
     char *step_mem;    /* if_changed's compare buffer, a directory path; or NULL */
     int have_old;      /* old holds the stat of an existing regular target */
-    struct stat old;
     char *acl;         /* preserve: the old file's access ACL (xattr), or NULL */
     size_t acl_len;
     int acl_none;      /* preserve: the filesystem has ACLs, the old file none */
     enum ff_step step; /* the step that failed */
+    struct stat old;   /* last: read only with have_old, so init leaves it as it is */
 };
 
 /* Bytes a temp path needs beyond "<target>.tmp.<pid>" for a random suffix. */
@@ -146,6 +146,13 @@ int ff_atomic_unchanged(struct ff_atomic *a, const char *buf, size_t len, const 
 /* Create the temp "<target>.tmp.<pid>" (missing directories first with the
  * mkdir option). */
 int ff_atomic_create(struct ff_atomic *a, long pid);
+/* The same with ".tmp.<pid>" made already (ff_temp_suffix): suffix_len
+ * bytes, at most FF_PID_SUFFIX_MAX - 1. */
+int ff_atomic_create_named(struct ff_atomic *a, long pid, const char *suffix, size_t suffix_len);
+/* ".tmp.<pid>" at out (FF_PID_SUFFIX_MAX bytes), NUL-terminated; returns
+ * its length. */
+#define FF_PID_SUFFIX_MAX (sizeof ".tmp." + 3 * sizeof(long) + 1)
+size_t ff_temp_suffix(char *out, long pid);
 
 /* The old file's owner and mode (preserve), fdatasync (fsync), close, the
  * intr callback (pending signal handlers), rename or no-clobber link,

@@ -358,7 +358,7 @@ void ffxs_parse_options(pTHX_ HV *hv, struct ff_options *opt, bool *force_utf8,
 bool ffxs_start_write(pTHX_ struct ff_atomic *a, SV *path, const struct ff_options *opt,
                       const struct ff_eintr *intr, IV pid, const char *op,
                       const char *buf, STRLEN len, const char *tail, STRLEN tail_len,
-                      char *temp_buf)
+                      char *temp_buf, const char *suffix, size_t suffix_len)
 {
     int err;
 
@@ -377,7 +377,8 @@ bool ffxs_start_write(pTHX_ struct ff_atomic *a, SV *path, const struct ff_optio
     /* noclobber wins: an existing target is an error even when identical */
     if (opt->if_changed && !opt->noclobber && ff_atomic_unchanged(a, buf, len, tail, tail_len))
         return FALSE;
-    err = ff_atomic_create(a, (long)pid);
+    err = suffix ? ff_atomic_create_named(a, (long)pid, suffix, suffix_len)
+                 : ff_atomic_create(a, (long)pid);
     if (err)
         croak_step(a, err, path);
     return TRUE;

@@ -189,6 +189,9 @@ PERL_STATIC_INLINE void S_hold_args(pTHX_ SV *const *args, size_t n)
  * in a page every fork's child gets zeroed (xs_pid.c). boot and clone set
  * up an interpreter's (BOOT, CLONE); cached says whether it has one. */
 IV ffxs_pid(pTHX);
+/* The same, and ".tmp.<pid>" copied to suffix (FF_PID_SUFFIX_MAX bytes),
+ * its length in *suffix_len: made once per process. */
+IV ffxs_pid_suffix(pTHX_ char *suffix, size_t *suffix_len);
 void ffxs_pid_boot(pTHX);
 void ffxs_pid_clone(pTHX);
 bool ffxs_pid_cached(pTHX);
@@ -227,13 +230,16 @@ void ffxs_discard_at_leave(pTHX_ struct ff_atomic *a);
  * caller in warnings; pid is $$ of the call. Croaks for every failure.
  * temp_buf (FF_TEMP_BUF bytes): a call whose frame outlives the
  * replacement (file_set_contents) lends it path's string and this buffer
- * for the temp name, no heap; NULL (the writer, which keeps a) copies. */
+ * for the temp name, no heap; NULL (the writer, which keeps a) copies.
+ * suffix: ".tmp.<pid>" made already (ffxs_pid_suffix), or NULL. */
 bool ffxs_start_write(pTHX_ struct ff_atomic *a, SV *path, const struct ff_options *opt,
                       const struct ff_eintr *intr, IV pid, const char *op,
                       const char *buf, STRLEN len, const char *tail, STRLEN tail_len,
-                      char *temp_buf);
-#define start_write(a, path, opt, intr, pid, op, buf, len, tail, tail_len, temp_buf) \
-    ffxs_start_write(aTHX_ a, path, opt, intr, pid, op, buf, len, tail, tail_len, temp_buf)
+                      char *temp_buf, const char *suffix, size_t suffix_len);
+#define start_write(a, path, opt, intr, pid, op, buf, len, tail, tail_len, temp_buf, \
+                    suffix, suffix_len) \
+    ffxs_start_write(aTHX_ a, path, opt, intr, pid, op, buf, len, tail, tail_len, temp_buf, \
+                     suffix, suffix_len)
 
 #if defined(__GNUC__) && __GNUC__ >= 4
 #pragma GCC visibility pop

@@ -46,9 +46,16 @@
 
 #define MY_CXT_KEY "FastFile::_pid" XS_VERSION
 
+/* What the page holds: the pid, and the temp names' ".tmp.<pid>". */
+struct pid_page {
+    pid_t pid;              /* 0: not asked yet in this process */
+    unsigned char suffix_len;
+    char suffix[FF_PID_SUFFIX_MAX];
+};
+
 typedef struct {
     GV *pid_gv;             /* *$ (a reference held) */
-    pid_t *wiped;           /* the pid, in a page every fork's child gets zeroed; or NULL */
+    struct pid_page *wiped; /* in a page every fork's child gets zeroed; or NULL */
     size_t page_size;
 } my_cxt_t;
 
@@ -84,7 +91,7 @@ static void S_pid_setup(pTHX)
 
         if (page != MAP_FAILED) {
             if (madvise(page, (size_t)size, MADV_WIPEONFORK) == 0) {   /* EINVAL before 4.14 */
-                MY_CXT.wiped = (pid_t *)page;
+                MY_CXT.wiped = (struct pid_page *)page;
                 MY_CXT.page_size = (size_t)size;
             } else {
                 munmap(page, (size_t)size);
@@ -114,22 +121,42 @@ bool ffxs_pid_cached(pTHX)
     return MY_CXT.wiped != NULL;
 }
 
-IV ffxs_pid(pTHX)
+IV ffxs_pid_suffix(pTHX_ char *suffix, size_t *suffix_len)
 {
     dMY_CXT;
     SV *sv = MY_CXT.pid_gv ? GvSV(MY_CXT.pid_gv) : NULL;
     MAGIC *mg;
+    IV pid;
 
     /* $$'s magic holds its glob until a script assigns to $$ (then the
      * pid of that moment): with the glob, $$ is getpid() */
-    if (MY_CXT.wiped && sv && SvMAGICAL(sv) && (mg = mg_find(sv, PERL_MAGIC_sv))
+    if (MY_CXT.wiped && sv && SvMAGICAL(sv)
+        && ((mg = SvMAGIC(sv))->mg_type == PERL_MAGIC_sv || (mg = mg_find(sv, PERL_MAGIC_sv)))
         && mg->mg_obj && isGV(mg->mg_obj)) {
-        pid_t pid = *MY_CXT.wiped;
+        struct pid_page *page = MY_CXT.wiped;
 
-        if (!pid)
-            *MY_CXT.wiped = pid = getpid();
-        return (IV)pid;
+        if (!page->pid) {
+            pid_t now = getpid();
+
+            page->suffix_len = (unsigned char)ff_temp_suffix(page->suffix, (long)now);
+            page->pid = now;        /* last: until then the page says "not asked" */
+        }
+        /* copied: the page is zeroed in a child forked by user code
+         * (a warning's handler) before the caller uses it */
+        if (suffix) {
+            memcpy(suffix, page->suffix, FF_PID_SUFFIX_MAX);
+            *suffix_len = page->suffix_len;
+        }
+        return (IV)page->pid;
     }
     sv = get_sv("$", GV_ADD);
-    return SvIV(sv);
+    pid = SvIV(sv);
+    if (suffix)
+        *suffix_len = ff_temp_suffix(suffix, (long)pid);
+    return pid;
+}
+
+IV ffxs_pid(pTHX)
+{
+    return ffxs_pid_suffix(aTHX_ NULL, NULL);
 }

@@ -329,7 +329,7 @@ SV *ffxs_writer_new(pTHX_ SV *klass, SV *filename, SV *opts)
     w->intr.fn = ffxs_on_eintr;
     w->intr.ctx = &w->guard;
     start_write(&w->a, path, &opt, &w->intr, w->pid, FF_WRITER_CLASS "->new", NULL, 0, NULL, 0,
-                NULL);
+                NULL, NULL, 0);
     ready = disarm(&w->a);
     SvREFCNT_inc_simple_void_NN(obj);
     LEAVE;
