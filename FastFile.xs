@@ -14,6 +14,58 @@
 #include "xs_writer.h"
 #include "xs_batch.h"
 
+/* The data's snapshot when it is a plain byte string, without a new SV:
+ * its buffer shared by copy-on-write as snapshot() shares it (the same
+ * conditions, the same share count in the buffer's last byte), and given
+ * back when the call's scope is left, however it is left. Whatever user
+ * code does to the caller's scalar then un-shares it on the caller's side
+ * and leaves these bytes alone; if the caller's scalar let go of them
+ * meanwhile, they are freed here. */
+struct ff_share {
+    char *pv;        /* the shared buffer, or NULL */
+    STRLEN size;     /* its allocation: the count is its last byte */
+};
+
+/* Savestack destructor: the share given back. */
+static void S_unshare(pTHX_ void *p)
+{
+    struct ff_share *share = (struct ff_share *)p;
+    U8 *count;
+
+    PERL_UNUSED_CONTEXT;
+    if (!share->pv)
+        return;
+    count = (U8 *)share->pv + share->size - 1;
+    if (*count)
+        --*count;                   /* the caller's scalar still has it */
+    else
+        Safefree(share->pv);        /* ours alone: the caller's let go */
+    share->pv = NULL;
+}
+
+/* sv's bytes shared into *share (registered for S_unshare): TRUE, or FALSE
+ * when sv is not a plain byte string perl can share (then snapshot()). */
+static bool S_share_bytes(pTHX_ SV *sv, struct ff_share *share)
+{
+#if defined(SvCANCOW) && defined(CowREFCNT)
+    if (!SvMAGICAL(sv) && SvPOK(sv) && !SvUTF8(sv) && SvLEN(sv) && SvCANCOW(sv)) {
+        if (!SvIsCOW(sv)) {
+            SvIsCOW_on(sv);
+            CowREFCNT(sv) = 0;          /* 0 means one owner */
+        }
+        CowREFCNT(sv)++;
+        share->pv = SvPVX(sv);
+        share->size = SvLEN(sv);
+        SAVEDESTRUCTOR_X(S_unshare, share);
+        return TRUE;
+    }
+#endif
+    PERL_UNUSED_ARG(sv);
+    PERL_UNUSED_ARG(share);
+    return FALSE;
+}
+#define share_bytes(sv, share) S_share_bytes(aTHX_ sv, share)
+
 /* Returns 1 when the file was written, 0 when if_changed found it the same. */
 static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force)
 {
@@ -24,6 +76,8 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
     bool force_utf8 = FALSE;
     struct ff_options opt;
     struct ff_atomic atomic, *a = &atomic;   /* this frame outlives its LEAVE */
+    struct ff_share share = { NULL, 0 };     /* plain data: its bytes, shared */
+    STRLEN shared_len = 0;
     char temp_buf[FF_TEMP_BUF];              /* the temp's name, as long */
     char suffix[FF_PID_SUFFIX_MAX];          /* ".tmp.<pid>" */
     size_t suffix_len;
@@ -46,7 +100,12 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
     filename = name_snapshot(filename);
     if (data) {
         SvGETMAGIC(data);
-        data = snapshot(data);
+        if (share_bytes(data, &share)) {
+            shared_len = SvCUR(data);
+            data = NULL;                /* from here: share */
+        } else {
+            data = snapshot(data);
+        }
     }
     if (perm) {
         SvGETMAGIC(perm);
@@ -86,7 +145,19 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
         }
         force_utf8 = force && SvTRUE_nomg(force);
     }
-    buf = payload(data, force_utf8, &len, op);
+    if (share.pv) {
+        /* a byte string: written as it is, or as UTF-8 (Latin-1) with
+         * force_utf8, as payload() does */
+        buf = share.pv;
+        len = shared_len;
+        if (force_utf8 && !is_utf8_invariant_string((const U8 *)buf, len)) {
+            U8 *utf8 = bytes_to_utf8((const U8 *)buf, &len);
+            SAVEFREEPV(utf8);
+            buf = (const char *)utf8;
+        }
+    } else {
+        buf = payload(data, force_utf8, &len, op);
+    }
     /* $\ : the reference prints the data, so print appends it (not to an
      * encoded copy) */
     if (ors_sv && !force_utf8)
