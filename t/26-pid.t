@@ -151,6 +151,36 @@ SKIP: {
     skip 'no threads', 1 unless $HAVE_THREADS;
     isnt($want{'thread-fork'}, $want{warm}, "the fork from another ithread is another process");
 }
+# Loaded late, in a thread first, then in the main interpreter, each
+# interpreter destroyed in full (PERL_DESTRUCT_LEVEL=2: its page unmapped,
+# its reference to *$ given back) without a crash or a leak report; a fork
+# after that still names its temps after itself.
+{
+    my $late = <<'PERL';
+use strict; use warnings;
+my ($d, $have_threads) = @ARGV;
+if ($have_threads) {
+    require threads;
+    threads->create(sub { require FastFile; FastFile::file_set_contents("$d/late-thread", "t") })->join;
+}
+require FastFile;
+FastFile::file_set_contents("$d/late-main", "m");
+my $pid = fork // die "fork: $!";
+if (!$pid) { FastFile::file_set_contents("$d/late-child", "c"); exit 0 }
+waitpid $pid, 0;
+exit($? >> 8);
+PERL
+    my $ldir = "$dir/late";
+    mkdir $ldir or die "mkdir $ldir: $!";
+    local $ENV{PERL_DESTRUCT_LEVEL} = 2;
+    my $out = `$^X @{[ inc_args() ]} -e '$late' $ldir $HAVE_THREADS 2>&1`;
+    is($?, 0, 'loaded late (in a thread first), interpreters destroyed in full: exit 0') or diag($out);
+    unlike($out, qr/leaked|panic|Attempt to free/i, '... no leak report or panic') or diag($out);
+    is(join(',', map { -e "$ldir/$_" ? 1 : 0 } ($HAVE_THREADS ? 'late-thread' : ()), 'late-main', 'late-child'),
+       join(',', (1) x ($HAVE_THREADS ? 3 : 2)), '... every file written');
+    is_deeply([ temps_in($ldir) ], [], '... no temp left');
+}
+
 is_deeply([ temps_in($dir) ], [], 'no temp left');
 
 done_testing();
