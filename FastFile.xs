@@ -77,6 +77,8 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
     struct ff_options opt;
     struct ff_atomic atomic, *a = &atomic;   /* this frame outlives its LEAVE */
     struct ff_share share = { NULL, 0 };     /* plain data: its bytes, shared */
+    IV perm_iv = 0644;                       /* a plain integer perm, read at once */
+    bool force_ok = FALSE, force_true = FALSE;  /* a plain force_utf8, read at once */
     STRLEN shared_len = 0;
     char temp_buf[FF_TEMP_BUF];              /* the temp's name, as long */
     char suffix[FF_PID_SUFFIX_MAX];          /* ".tmp.<pid>" */
@@ -109,21 +111,37 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
     }
     if (perm) {
         SvGETMAGIC(perm);
-        perm = snapshot(perm);
+        /* a plain integer (no magic, so not tainted, no other form) is
+         * its value, taken now: no snapshot needed */
+        if (!SvMAGICAL(perm) && (SvFLAGS(perm) & (SVf_IOK | SVf_NOK | SVf_POK | SVf_ROK
+                                                   | SVp_NOK | SVp_POK | SVf_IVisUV)) == SVf_IOK) {
+            perm_iv = SvIVX(perm);
+            perm = NULL;
+        } else {
+            perm = snapshot(perm);
+        }
     }
     if (force) {
         SvGETMAGIC(force);
-        force = snapshot(force);
+        /* no magic and no reference (no overloaded bool): its truth and
+         * definedness are all that is used, taken now */
+        if (!SvMAGICAL(force) && !SvROK(force)) {
+            force_ok = SvOK(force);
+            force_true = SvTRUE_nomg(force);
+            force = NULL;
+        } else {
+            force = snapshot(force);
+        }
     }
     if (PL_ors_sv && SvOK(PL_ors_sv))
         ors_sv = snapshot(PL_ors_sv);
 
     path = path_arg(filename, op);
     Zero(&opt, 1, struct ff_options);
-    opt.perm = 0644;
+    opt.perm = (mode_t)perm_iv;
     /* only a plain hash is options: an object numifies, as in the reference */
     if (perm && SvROK(perm) && SvTYPE(SvRV(perm)) == SVt_PVHV && !SvOBJECT(SvRV(perm))) {
-        if (force && SvOK(force))
+        if (force ? SvOK(force) : force_ok)
             croak("force_utf8 argument given with an options hash: use its 'utf8' key\n");
         parse_options((HV *)SvRV(perm), &opt, &force_utf8, NULL, op);
     } else {
@@ -143,7 +161,7 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
             taint_proper(NULL, op);
             TAINT_set(was_tainted);
         }
-        force_utf8 = force && SvTRUE_nomg(force);
+        force_utf8 = force ? SvTRUE_nomg(force) : force_true;
     }
     if (share.pv) {
         /* a byte string: written as it is, or as UTF-8 (Latin-1) with
