@@ -77,7 +77,8 @@ PERL_STATIC_INLINE SV *S_snapshot(pTHX_ SV *sv)
 {
     /* a string's type already: sv_setsv need not upgrade it; a string
      * with a number form (a dualvar) has room for both */
-    SV *copy = sv_2mortal(newSV_type(SvNIOKp(sv) ? SVt_PVNV : SVt_PV));
+    SV *copy = sv_2mortal(SvNIOKp(sv) ? newSV_type(SVt_PVNV)      /* (each type a constant: */
+                                      : newSV_type(SVt_PV));      /* perl inlines it) */
 
 #if defined(SvCANCOW) && defined(CowREFCNT)
     if (!SvMAGICAL(sv) && SvPOK(sv) && SvLEN(sv) && SvCANCOW(sv)) {
