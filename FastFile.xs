@@ -15,6 +15,58 @@
 #include "xs_batch.h"
 #include "xs_helpers.h"
 
+/* The data's snapshot when it is a plain byte string, without a new SV:
+ * its buffer shared by copy-on-write as snapshot() shares it (the same
+ * conditions, the same share count in the buffer's last byte), and given
+ * back when the call's scope is left, however it is left. Whatever user
+ * code does to the caller's scalar then un-shares it on the caller's side
+ * and leaves these bytes alone; if the caller's scalar let go of them
+ * meanwhile, they are freed here. */
+struct ff_share {
+    char *pv;        /* the shared buffer, or NULL */
+    STRLEN size;     /* its allocation: the count is its last byte */
+};
+
+/* Savestack destructor: the share given back. */
+static void S_unshare(pTHX_ void *p)
+{
+    struct ff_share *share = (struct ff_share *)p;
+    U8 *count;
+
+    PERL_UNUSED_CONTEXT;
+    if (!share->pv)
+        return;
+    count = (U8 *)share->pv + share->size - 1;
+    if (*count)
+        --*count;                   /* the caller's scalar still has it */
+    else
+        Safefree(share->pv);        /* ours alone: the caller's let go */
+    share->pv = NULL;
+}
+
+/* sv's bytes shared into *share (registered for S_unshare): TRUE, or FALSE
+ * when sv is not a plain byte string perl can share (then snapshot()). */
+static bool S_share_bytes(pTHX_ SV *sv, struct ff_share *share)
+{
+#if defined(SvCANCOW) && defined(CowREFCNT)
+    if (!SvMAGICAL(sv) && SvPOK(sv) && !SvUTF8(sv) && SvLEN(sv) && SvCANCOW(sv)) {
+        if (!SvIsCOW(sv)) {
+            SvIsCOW_on(sv);
+            CowREFCNT(sv) = 0;          /* 0 means one owner */
+        }
+        CowREFCNT(sv)++;
+        share->pv = SvPVX(sv);
+        share->size = SvLEN(sv);
+        SAVEDESTRUCTOR_X(S_unshare, share);
+        return TRUE;
+    }
+#endif
+    PERL_UNUSED_ARG(sv);
+    PERL_UNUSED_ARG(share);
+    return FALSE;
+}
+#define share_bytes(sv, share) S_share_bytes(aTHX_ sv, share)
+
 /* Returns 1 when the file was written, 0 when if_changed found it the same. */
 static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force)
 {
@@ -25,6 +77,13 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
     bool force_utf8 = FALSE;
     struct ff_options opt;
     struct ff_atomic atomic, *a = &atomic;   /* this frame outlives its LEAVE */
+    struct ff_share share = { NULL, 0 };     /* plain data: its bytes, shared */
+    IV perm_iv = 0644;                       /* a plain integer perm, read at once */
+    bool force_ok = FALSE, force_true = FALSE;  /* a plain force_utf8, read at once */
+    STRLEN shared_len = 0;
+    char temp_buf[FF_TEMP_BUF];              /* the temp's name, as long */
+    char suffix[FF_PID_SUFFIX_MAX];          /* ".tmp.<pid>" */
+    size_t suffix_len;
     struct ff_eintr intr;
     struct ff_guard guard;
     IV pid;
@@ -44,25 +103,46 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
     filename = name_snapshot(filename);
     if (data) {
         SvGETMAGIC(data);
-        data = snapshot(data);
+        if (share_bytes(data, &share)) {
+            shared_len = SvCUR(data);
+            data = NULL;                /* from here: share */
+        } else {
+            data = snapshot(data);
+        }
     }
     if (perm) {
         SvGETMAGIC(perm);
-        perm = snapshot(perm);
+        /* a plain integer (no magic, so not tainted, no other form) is
+         * its value, taken now: no snapshot needed */
+        if (!SvMAGICAL(perm) && (SvFLAGS(perm) & (SVf_IOK | SVf_NOK | SVf_POK | SVf_ROK
+                                                   | SVp_NOK | SVp_POK | SVf_IVisUV)) == SVf_IOK) {
+            perm_iv = SvIVX(perm);
+            perm = NULL;
+        } else {
+            perm = snapshot(perm);
+        }
     }
     if (force) {
         SvGETMAGIC(force);
-        force = snapshot(force);
+        /* no magic and no reference (no overloaded bool): its truth and
+         * definedness are all that is used, taken now */
+        if (!SvMAGICAL(force) && !SvROK(force)) {
+            force_ok = SvOK(force);
+            force_true = SvTRUE_nomg(force);
+            force = NULL;
+        } else {
+            force = snapshot(force);
+        }
     }
     if (PL_ors_sv && SvOK(PL_ors_sv))
         ors_sv = snapshot(PL_ors_sv);
 
     path = path_arg(filename, op);
     Zero(&opt, 1, struct ff_options);
-    opt.perm = 0644;
+    opt.perm = (mode_t)perm_iv;
     /* only a plain hash is options: an object numifies, as in the reference */
     if (perm && SvROK(perm) && SvTYPE(SvRV(perm)) == SVt_PVHV && !SvOBJECT(SvRV(perm))) {
-        if (force && SvOK(force))
+        if (force ? SvOK(force) : force_ok)
             croak("force_utf8 argument given with an options hash: use its 'utf8' key\n");
         parse_options((HV *)SvRV(perm), &opt, &force_utf8, NULL, op);
     } else {
@@ -82,22 +162,35 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
             taint_proper(NULL, op);
             TAINT_set(was_tainted);
         }
-        force_utf8 = force && SvTRUE_nomg(force);
+        force_utf8 = force ? SvTRUE_nomg(force) : force_true;
     }
-    buf = payload(data, force_utf8, &len, op);
+    if (share.pv) {
+        /* a byte string: written as it is, or as UTF-8 (Latin-1) with
+         * force_utf8, as payload() does */
+        buf = share.pv;
+        len = shared_len;
+        if (force_utf8 && !is_utf8_invariant_string((const U8 *)buf, len)) {
+            U8 *utf8 = bytes_to_utf8((const U8 *)buf, &len);
+            SAVEFREEPV(utf8);
+            buf = (const char *)utf8;
+        }
+    } else {
+        buf = payload(data, force_utf8, &len, op);
+    }
     /* $\ : the reference prints the data, so print appends it (not to an
      * encoded copy) */
     if (ors_sv && !force_utf8)
         ors = payload(ors_sv, FALSE, &ors_len, op);
 
-    pid = dollar_pid();
+    pid = ffxs_pid_suffix(aTHX_ suffix, &suffix_len);
     guard.atomic = a;
     guard.pid = pid;
     guard.forked = FALSE;
     guard.reading = FALSE;
     intr.fn = ffxs_on_eintr;
     intr.ctx = &guard;
-    wrote = start_write(a, path, &opt, &intr, pid, op, buf, len, ors, ors_len);
+    wrote = start_write(a, path, &opt, &intr, pid, op, buf, len, ors, ors_len, temp_buf,
+                        suffix, suffix_len);
     if (wrote) {
         a->step = FF_STEP_WRITE;
         err = ff_write_tail_all(a->fd, buf, len, ors, ors_len, &intr);
@@ -402,13 +495,23 @@ MODULE = FastFile    PACKAGE = FastFile
 
 PROTOTYPES: DISABLE
 
+BOOT:
+    ffxs_pid_boot(aTHX);
+
+#  A new ithread's interpreter: its own $$ page (xs_pid.c).
 void
+CLONE(...)
+  CODE:
+    PERL_UNUSED_VAR(items);
+    ffxs_pid_clone(aTHX);
+
+int
 file_set_contents(SV *filename, SV *data = NULL, SV *perm = NULL, SV *force_utf8 = NULL, ...)
-  PREINIT:
-    int wrote;
-  PPCODE:
-    wrote = file_set_contents(filename, data, perm, force_utf8);
-    mXPUSHi(wrote);
+  CODE:
+    /* (into the op's TARG, as perl's own ops return numbers: no new SV) */
+    RETVAL = file_set_contents(filename, data, perm, force_utf8);
+  OUTPUT:
+    RETVAL
 
 void
 file_get_contents(SV *filename, SV *max = NULL, ...)
@@ -444,6 +547,7 @@ _build_info()
     (void)hv_stores(info, "O_PATH", newSViv(!!(features & FF_FEATURE_O_PATH)));
     (void)hv_stores(info, "acl", newSViv(!!(features & FF_FEATURE_ACL)));
     (void)hv_stores(info, "statx", newSViv(!!(features & FF_FEATURE_STATX)));
+    (void)hv_stores(info, "pid_cache", newSViv(ffxs_pid_cached(aTHX)));
     mXPUSHs(newRV_noinc((SV *)info));
 
 INCLUDE: Writer.xsh

@@ -316,10 +316,13 @@ static int create_temp(struct ff_batch *b, size_t i)
     struct ff_batch_file *f = &b->files[i];
     struct ff_atomic *a = &f->a;
     size_t base_len = strlen(a->temp);
-    int err, tries = 0;
+    int err, tries = 0, fit = 0;
 
     if (f->temp_is_target) {    /* see ff_batch_find_duplicate */
-        snprintf(a->temp + base_len, FF_TEMP_SUFFIX_MAX, ".%016llx", ff_random_bits());
+        if ((err = ff_temp_random_name(a->temp, strlen(a->target), base_len, &fit))) {
+            a->fd = -1;
+            return err;
+        }
         tries = 1;
     }
     for (;;) {
@@ -331,9 +334,11 @@ static int create_temp(struct ff_batch *b, size_t i)
             a->fd = -1;
             return EINVAL;
         }
-        if (err == EEXIST && tries++ < FF_TEMP_TRIES) {
-            snprintf(a->temp + base_len, FF_TEMP_SUFFIX_MAX, ".%016llx", ff_random_bits());
-            continue;
+        if ((err == EEXIST || (err == ENAMETOOLONG && tries && !fit)) && tries++ < FF_TEMP_TRIES) {
+            if (err == ENAMETOOLONG)
+                fit = 1;        /* as in a single call (ff_io.c) */
+            if (!(err = ff_temp_random_name(a->temp, strlen(a->target), base_len, &fit)))
+                continue;
         }
         if (err == EMFILE && b->window_n > 0) {
             if ((err = barrier(b)))

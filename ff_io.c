@@ -15,6 +15,7 @@
 #include "ff_syscall.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -64,6 +65,28 @@ int ff_atomic_init(struct ff_atomic *a, const char *path, const struct ff_option
  * group-writable (01770, shared by a group), where fs.protected_regular=2
  * draws the line: every member of the group can plant a file there. */
 #define FF_STICKY_SHARED(mode) (((mode) & S_ISVTX) && ((mode) & (S_IWOTH | S_IWGRP)))
+
+void ff_atomic_init_lent(struct ff_atomic *a, const char *path, const struct ff_options *opt,
+                         const struct ff_eintr *intr, char *temp_buf)
+{
+    memset(a, 0, offsetof(struct ff_atomic, old));     /* old: only read with have_old */
+    a->fd = -1;
+    a->step_fd = -1;
+    a->opt = *opt;
+    a->intr = intr;
+    a->target = (char *)path;      /* only read, never written through */
+    a->target_lent = 1;
+    a->temp_buf = temp_buf;
+}
+
+/* The target's string gives way to a new one (next, ours). */
+static void replace_target(struct ff_atomic *a, char *next)
+{
+    if (!a->target_lent)
+        free(a->target);
+    a->target = next;
+    a->target_lent = 0;
+}
 
 int ff_sticky_trusts(const struct stat *dir, uid_t owner)
 {
@@ -163,8 +186,7 @@ static int resolve_symlinks(struct ff_atomic *a)
         }
         if (!next)
             return ENOMEM;
-        free(a->target);
-        a->target = next;
+        replace_target(a, next);
     }
 }
 
@@ -339,17 +361,57 @@ static unsigned long long random_bits(void)
            ^ (unsigned long long)(size_t)&r;
 }
 
+#ifndef NAME_MAX
+#define NAME_MAX 255
+#endif
+
+int ff_temp_random_name(char *temp, size_t target_len, size_t base_len, int *fit)
+{
+    const size_t add = FF_TEMP_SUFFIX_MAX - 1;      /* ".<16 hex digits>" */
+    size_t leaf = target_len;           /* where the target's last name starts */
+    char suffix[FF_TEMP_SUFFIX_MAX];
+
+    while (leaf > 0 && temp[leaf - 1] != '/')
+        leaf--;
+    snprintf(suffix, sizeof suffix, ".%016llx", random_bits());
+    if (!*fit && base_len - leaf + add <= NAME_MAX) {
+        memcpy(temp + base_len, suffix, FF_TEMP_SUFFIX_MAX);  /* "<target>.tmp.<pid>.<random>" */
+        return 0;
+    }
+    /* As long as the plain name, which the kernel took (a name near
+     * NAME_MAX, or a filesystem with a shorter limit): the random part
+     * takes the place of the target name's last bytes,
+     * "<target less 17 bytes>.tmp.<pid>.<random>". Never the target's own
+     * name: that is shorter. */
+    if (*fit == 2) {                    /* shortened already: a new random part only */
+        memcpy(temp + base_len - add, suffix, FF_TEMP_SUFFIX_MAX);
+        return 0;
+    }
+    *fit = 1;
+    if (target_len - leaf <= add)
+        return ENAMETOOLONG;            /* a leaf that short: no fallback that fits */
+    memmove(temp + target_len - add, temp + target_len, base_len - target_len);
+    memcpy(temp + base_len - add, suffix, FF_TEMP_SUFFIX_MAX);
+    *fit = 2;
+    return 0;
+}
+
 static int create_temp(struct ff_atomic *a)
 {
     size_t base_len = strlen(a->temp);
     int err = open_temp(a, &a->fd);
-    int tries;
+    int tries, fit = 0;
 
     /* The plain name may belong to another live writer (same PID on another
-     * cluster node): never touch it, pick a fresh name instead. */
-    for (tries = 0; err == EEXIST && tries < FF_TEMP_TRIES; tries++) {
-        snprintf(a->temp + base_len, FF_TEMP_SUFFIX_MAX, ".%016llx", random_bits());
-        err = open_temp(a, &a->fd);
+     * cluster node): never touch it, pick a fresh name instead, one that
+     * fits wherever the plain name does. */
+    for (tries = 0; (err == EEXIST || (err == ENAMETOOLONG && tries && !fit))
+                    && tries < FF_TEMP_TRIES; tries++) {
+        if (err == ENAMETOOLONG)
+            fit = 1;
+        err = ff_temp_random_name(a->temp, strlen(a->target), base_len, &fit);
+        if (!err)
+            err = open_temp(a, &a->fd);
     }
     if (!err)
         a->created = 1;
@@ -447,7 +509,22 @@ int ff_atomic_read_acl(struct ff_atomic *a)
     return 0;
 }
 
+size_t ff_temp_suffix(char *out, long pid)
+{
+    memcpy(out, ".tmp.", sizeof ".tmp." - 1);
+    put_decimal(out + sizeof ".tmp." - 1, pid);
+    return strlen(out);
+}
+
 int ff_atomic_create(struct ff_atomic *a, long pid)
+{
+    char suffix[FF_PID_SUFFIX_MAX];
+    size_t suffix_len = ff_temp_suffix(suffix, pid);
+
+    return ff_atomic_create_named(a, pid, suffix, suffix_len);
+}
+
+int ff_atomic_create_named(struct ff_atomic *a, long pid, const char *suffix, size_t suffix_len)
 {
     size_t len = strlen(a->target);
     int err = may_preserve(a);
@@ -455,14 +532,14 @@ int ff_atomic_create(struct ff_atomic *a, long pid)
     if (err)
         return err;
 
-    a->temp = malloc(len + sizeof ".tmp." + 3 * sizeof(long) + FF_TEMP_SUFFIX_MAX);
+    a->temp = a->temp_buf && len + FF_TEMP_EXTRA <= FF_TEMP_BUF ? a->temp_buf
+              : malloc(len + FF_TEMP_EXTRA);
     if (!a->temp)
         return ENOMEM;
     /* "<target>.tmp.<pid>" by hand: sprintf costs more than the rest of
      * the user-space work of a call */
     memcpy(a->temp, a->target, len);
-    memcpy(a->temp + len, ".tmp.", sizeof ".tmp." - 1);
-    put_decimal(a->temp + len + sizeof ".tmp." - 1, pid);
+    memcpy(a->temp + len, suffix, suffix_len + 1);
     a->pid = pid;
 
     a->step = FF_STEP_OPEN;
@@ -926,10 +1003,13 @@ void ff_atomic_discard(struct ff_atomic *a)
 
     ff_atomic_remove_temp(a);
     release_step(a);
-    free(a->temp);
-    free(a->target);
+    if (a->temp != a->temp_buf)
+        free(a->temp);
+    if (!a->target_lent)
+        free(a->target);
     free(a->acl);
     a->temp = a->target = a->acl = NULL;
+    a->target_lent = 0;
     errno = saved;
 }
 
@@ -1044,10 +1124,6 @@ int ff_atomic_preserve(struct ff_atomic *a)
     return preserve_old(a);
 }
 
-unsigned long long ff_random_bits(void)
-{
-    return random_bits();
-}
 
 unsigned ff_features(void)
 {

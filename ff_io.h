@@ -88,6 +88,11 @@ struct ff_atomic {
     const struct ff_eintr *intr;
     char *target;      /* the path replaced: the name given, or where its symlinks lead */
     char *temp;        /* target + ".tmp.<pid>" [+ ".<random>"] */
+    /* The single call's paths without the heap (ff_atomic_init_lent):
+     * target is the caller's string until symlinks replace it, temp in the
+     * caller's buffer when it fits. Neither is freed then. */
+    char *temp_buf;    /* FF_TEMP_BUF bytes of the caller's, or NULL */
+    int target_lent;   /* target is the caller's, not ours to free */
     int fd;            /* the temp's fd, -1 once closed */
     int created;       /* 1 while the file at temp is ours to remove */
     long pid;          /* the process that created temp (its name has it) */
@@ -97,7 +102,6 @@ struct ff_atomic {
     int dirs_made;     /* mkdir: directory levels made, synced with fsync */
     char *step_mem;    /* if_changed's compare buffer, a directory path; or NULL */
     int have_old;      /* old holds the stat of an existing regular target */
-    struct stat old;
     char *acl;         /* preserve: the old file's access ACL (xattr), or NULL */
     size_t acl_len;
     int acl_none;      /* preserve: the filesystem has ACLs, the old file none */
@@ -109,10 +113,17 @@ struct ff_atomic {
     int have_id;
     dev_t id_dev;
     ino_t id_ino;
+    struct stat old;   /* last: read only with have_old, so init leaves it as it is */
 };
 
 /* Bytes a temp path needs beyond "<target>.tmp.<pid>" for a random suffix. */
 #define FF_TEMP_SUFFIX_MAX 18   /* "." + 16 hex digits + NUL */
+/* Bytes "<target>.tmp.<pid>.<random>" needs beyond the target's length. */
+#define FF_TEMP_EXTRA (sizeof ".tmp." + 3 * sizeof(long) + FF_TEMP_SUFFIX_MAX)
+/* A temp buffer that holds the temp of any target the kernel accepts
+ * (PATH_MAX, with its NUL); a longer one is allocated (open then fails
+ * with ENAMETOOLONG, and the message names it). */
+#define FF_TEMP_BUF (4096 + FF_TEMP_EXTRA)
 /* How many random names are tried after the plain temp name exists. */
 #define FF_TEMP_TRIES 16
 /* Symlinks followed before ELOOP, as the kernel does. */
@@ -122,6 +133,13 @@ struct ff_atomic {
  * Returns 0 or ENOMEM. */
 int ff_atomic_init(struct ff_atomic *a, const char *path, const struct ff_options *opt,
                    const struct ff_eintr *intr);
+
+/* ff_atomic_init without copying path: it must outlive a (until
+ * ff_atomic_discard); the temp name is made in temp_buf (FF_TEMP_BUF
+ * bytes, living as long) when it fits. No heap for the usual call.
+ * Cannot fail. */
+void ff_atomic_init_lent(struct ff_atomic *a, const char *path, const struct ff_options *opt,
+                         const struct ff_eintr *intr, char *temp_buf);
 
 /* Follow symlinks (follow_symlinks) and lstat the old target (preserve,
  * if_changed). */
@@ -136,6 +154,13 @@ int ff_atomic_unchanged(struct ff_atomic *a, const char *buf, size_t len, const 
 /* Create the temp "<target>.tmp.<pid>" (missing directories first with the
  * mkdir option). */
 int ff_atomic_create(struct ff_atomic *a, long pid);
+/* The same with ".tmp.<pid>" made already (ff_temp_suffix): suffix_len
+ * bytes, at most FF_PID_SUFFIX_MAX - 1. */
+int ff_atomic_create_named(struct ff_atomic *a, long pid, const char *suffix, size_t suffix_len);
+/* ".tmp.<pid>" at out (FF_PID_SUFFIX_MAX bytes), NUL-terminated; returns
+ * its length. */
+#define FF_PID_SUFFIX_MAX (sizeof ".tmp." + 3 * sizeof(long) + 1)
+size_t ff_temp_suffix(char *out, long pid);
 
 /* The old file's owner and mode (preserve), fdatasync (fsync), close, the
  * intr callback (pending signal handlers), rename or no-clobber link,
@@ -275,8 +300,15 @@ int ff_atomic_preserve(struct ff_atomic *a);
  * two names. */
 int ff_noclobber_renameat(int dirfd, const char *from, const char *to, int *unsupported,
                           const struct ff_eintr *intr);
+/* The name to try after temp[0..base_len) ("<target>.tmp.<pid>", the
+ * target target_len bytes) exists: ".<16 random hex digits>" appended; or,
+ * once *fit is set (the longer name was too long for the filesystem) or
+ * where the leaf would pass NAME_MAX, in place of the target name's last
+ * 17 bytes, so it is as long as the plain name and fits wherever that one
+ * does (sets *fit: 1 when asked to fit, 2 once the name is shortened; a
+ * later call then only draws a new random part). temp has room for FF_TEMP_SUFFIX_MAX more bytes. */
+int ff_temp_random_name(char *temp, size_t target_len, size_t base_len, int *fit);
 /* 64 random bits for a temp name's suffix. */
-unsigned long long ff_random_bits(void);
 
 /* What this build uses (ff_compat.h): FF_FEATURE_PORTABLE when every
  * Linux-only call takes its POSIX fallback, else the Linux calls built in. */

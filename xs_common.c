@@ -407,7 +407,10 @@ void ffxs_parse_options(pTHX_ HV *hv, struct ff_options *opt, bool *force_utf8,
                 taint_proper(NULL, op);
             }
             if (SvOK(val)) {
-                NV mode = SvROK(val) || !looks_like_number(val) ? -1 : number_arg(val, "perm");
+                /* a number is one (a dualvar by its number, as sysopen
+                 * reads it); a string must look like one */
+                NV mode = SvROK(val) || !(SvNIOK(val) || looks_like_number(val))
+                              ? -1 : number_arg(val, "perm");
                 if (!(mode >= 0 && mode <= 07777 && mode == (NV)(IV)mode))  /* NaN fails too */
                     croak("invalid value for option 'perm'\n");
                 opt->perm = (mode_t)mode;
@@ -430,12 +433,18 @@ void ffxs_parse_options(pTHX_ HV *hv, struct ff_options *opt, bool *force_utf8,
 
 bool ffxs_start_write(pTHX_ struct ff_atomic *a, SV *path, const struct ff_options *opt,
                       const struct ff_eintr *intr, IV pid, const char *op,
-                      const char *buf, STRLEN len, const char *tail, STRLEN tail_len)
+                      const char *buf, STRLEN len, const char *tail, STRLEN tail_len,
+                      char *temp_buf, const char *suffix, size_t suffix_len)
 {
-    int err = ff_atomic_init(a, SvPVX(path), opt, intr);
+    int err;
 
-    if (err)
-        croak_errno(err, "unable to replace '%" SVf "' - ", SVfARG(path));
+    if (temp_buf) {
+        ff_atomic_init_lent(a, SvPVX(path), opt, intr, temp_buf);
+    } else {
+        err = ff_atomic_init(a, SvPVX(path), opt, intr);
+        if (err)
+            croak_errno(err, "unable to replace '%" SVf "' - ", SVfARG(path));
+    }
     discard_at_leave(a);
     croak_unless_safe(path, op, pid);
     err = ff_atomic_prepare(a);
@@ -444,7 +453,8 @@ bool ffxs_start_write(pTHX_ struct ff_atomic *a, SV *path, const struct ff_optio
     /* noclobber wins: an existing target is an error even when identical */
     if (opt->if_changed && !opt->noclobber && ff_atomic_unchanged(a, buf, len, tail, tail_len))
         return FALSE;
-    err = ff_atomic_create(a, (long)pid);
+    err = suffix ? ff_atomic_create_named(a, (long)pid, suffix, suffix_len)
+                 : ff_atomic_create(a, (long)pid);
     if (err)
         croak_step(a, err, path);
     return TRUE;

@@ -73,10 +73,18 @@ bool ffxs_safe_path(pTHX_ SV *path, const char *op);
  * (sv_setsv), a string with an offset (OOK), one whose buffer has no room
  * for the share count, a read-only one that is not shared already, one
  * shared 256 times already. */
+/* The number forms a snapshot keeps besides the string: a dualvar ($!,
+ * Scalar::Util::dualvar, a number whose string form is cached) is read as
+ * perl reads it where it is used, its number where a number is wanted
+ * (sysopen's perm, file_get_contents' max), its string where a string is. */
+#define FF_NUM_FLAGS (SVf_IOK | SVp_IOK | SVf_NOK | SVp_NOK | SVf_IVisUV)
+
 PERL_STATIC_INLINE SV *S_snapshot(pTHX_ SV *sv)
 {
-    /* a string's type already: sv_setsv need not upgrade it */
-    SV *copy = sv_2mortal(newSV_type(SVt_PV));
+    /* a string's type already: sv_setsv need not upgrade it; a string
+     * with a number form (a dualvar) has room for both */
+    SV *copy = sv_2mortal(SvNIOKp(sv) ? newSV_type(SVt_PVNV)      /* (each type a constant: */
+                                      : newSV_type(SVt_PV));      /* perl inlines it) */
 
 #if defined(SvCANCOW) && defined(CowREFCNT)
     if (!SvMAGICAL(sv) && SvPOK(sv) && SvLEN(sv) && SvCANCOW(sv)) {
@@ -88,7 +96,14 @@ PERL_STATIC_INLINE SV *S_snapshot(pTHX_ SV *sv)
         SvPV_set(copy, SvPVX(sv));
         SvCUR_set(copy, SvCUR(sv));
         SvLEN_set(copy, SvLEN(sv));
-        SvFLAGS(copy) |= SVf_IsCOW | SVf_POK | SVp_POK | (SvFLAGS(sv) & SVf_UTF8);
+        SvFLAGS(copy) |= SVf_IsCOW | SVf_POK | SVp_POK
+                         | (SvFLAGS(sv) & (SVf_UTF8 | FF_NUM_FLAGS));
+        if (SvNIOKp(sv)) {
+            if (SvIOKp(sv))
+                SvIV_set(copy, SvIVX(sv));      /* (an UV in the same slot) */
+            if (SvNOKp(sv))
+                SvNV_set(copy, SvNVX(sv));
+        }
         return copy;
     }
 #endif
@@ -177,15 +192,17 @@ PERL_STATIC_INLINE void S_hold_args(pTHX_ SV *const *args, size_t n)
 #define hold_arg_array(args, n) S_hold_args(aTHX_ args, n)
 #define hold_args(args) hold_arg_array(args, sizeof(args) / sizeof(args[0]))
 
-/* $$, not getpid(): temp files are named after it. (Not SvIV(get_sv(...)):
- * SvIV evaluates its argument twice, and the lookup is the costly part.) */
-PERL_STATIC_INLINE IV S_dollar_pid(pTHX)
-{
-    SV *pid = get_sv("$", GV_ADD);
-
-    return SvIV(pid);
-}
-#define dollar_pid() S_dollar_pid(aTHX)
+/* $$, what temp files are named after, without a getpid(2) a call: kept
+ * in a page every fork's child gets zeroed (xs_pid.c). boot and clone set
+ * up an interpreter's (BOOT, CLONE); cached says whether it has one. */
+IV ffxs_pid(pTHX);
+/* The same, and ".tmp.<pid>" copied to suffix (FF_PID_SUFFIX_MAX bytes),
+ * its length in *suffix_len: made once per process. */
+IV ffxs_pid_suffix(pTHX_ char *suffix, size_t *suffix_len);
+void ffxs_pid_boot(pTHX);
+void ffxs_pid_clone(pTHX);
+bool ffxs_pid_cached(pTHX);
+#define dollar_pid() ffxs_pid(aTHX)
 
 /* What ffxs_on_eintr protects while perl's signal handlers run. */
 struct ff_guard {
@@ -230,12 +247,19 @@ void ffxs_discard_at_leave(pTHX_ struct ff_atomic *a);
  * refused as open refuses it, the old target looked at, and unless
  * if_changed finds it holding buf then tail already, the temp created.
  * FALSE when the target is unchanged (nothing created). op names the
- * caller in warnings; pid is $$ of the call. Croaks for every failure. */
+ * caller in warnings; pid is $$ of the call. Croaks for every failure.
+ * temp_buf (FF_TEMP_BUF bytes): a call whose frame outlives the
+ * replacement (file_set_contents) lends it path's string and this buffer
+ * for the temp name, no heap; NULL (the writer, which keeps a) copies.
+ * suffix: ".tmp.<pid>" made already (ffxs_pid_suffix), or NULL. */
 bool ffxs_start_write(pTHX_ struct ff_atomic *a, SV *path, const struct ff_options *opt,
                       const struct ff_eintr *intr, IV pid, const char *op,
-                      const char *buf, STRLEN len, const char *tail, STRLEN tail_len);
-#define start_write(a, path, opt, intr, pid, op, buf, len, tail, tail_len) \
-    ffxs_start_write(aTHX_ a, path, opt, intr, pid, op, buf, len, tail, tail_len)
+                      const char *buf, STRLEN len, const char *tail, STRLEN tail_len,
+                      char *temp_buf, const char *suffix, size_t suffix_len);
+#define start_write(a, path, opt, intr, pid, op, buf, len, tail, tail_len, temp_buf, \
+                    suffix, suffix_len) \
+    ffxs_start_write(aTHX_ a, path, opt, intr, pid, op, buf, len, tail, tail_len, temp_buf, \
+                     suffix, suffix_len)
 
 #if defined(__GNUC__) && __GNUC__ >= 4
 #pragma GCC visibility pop

@@ -268,7 +268,7 @@ static void S_writer_options(pTHX_ SV *opts, struct ff_options *opt, bool *force
     parse_options(hv, opt, force_utf8, &size_sv, FF_WRITER_CLASS "->new");
     if (!size_sv || !SvOK(size_sv))     /* its get-magic ran in parse_options */
         return;
-    if (SvROK(size_sv) || !looks_like_number(size_sv)
+    if (SvROK(size_sv) || !(SvNIOK(size_sv) || looks_like_number(size_sv))
         || !((nv = number_arg(size_sv, "buffer_size")) >= 1 && nv <= (NV)SSize_t_MAX
              && nv == (NV)(size_t)nv))       /* NaN fails too */
         croak("invalid value for option 'buffer_size'\n");
@@ -328,7 +328,8 @@ SV *ffxs_writer_new(pTHX_ SV *klass, SV *filename, SV *opts)
     w->guard.atomic = &w->a;
     w->intr.fn = ffxs_on_eintr;
     w->intr.ctx = &w->guard;
-    start_write(&w->a, path, &opt, &w->intr, w->pid, FF_WRITER_CLASS "->new", NULL, 0, NULL, 0);
+    start_write(&w->a, path, &opt, &w->intr, w->pid, FF_WRITER_CLASS "->new", NULL, 0, NULL, 0,
+                NULL, NULL, 0);
     /* any code may run before commit: it checks the temp is still this
      * file (one fstat here, one fstatat there) */
     ff_atomic_note_temp(&w->a, AT_FDCWD, w->a.temp);

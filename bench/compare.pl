@@ -648,6 +648,11 @@ push @md, "## Notes\n", join '', map { "- $_\n" } @notes;
 my $md = join "\n", @md;
 print $md;
 
+# the instructions section of make bench-instr (bench/instr.pl) is kept
+if (open my $old, '<', "$FindBin::Bin/results.md") {
+    my ($instr) = do { local $/; <$old> } =~ /(<!-- instr -->.*?<!-- \/instr -->\n)/s;
+    $md .= "\n$instr" if $instr;
+}
 open my $out, '>', "$FindBin::Bin/results.md" or die "results.md: $!\n";
 print {$out} $md;
 close $out or die "results.md: $!\n";

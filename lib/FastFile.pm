@@ -83,7 +83,8 @@ the data goes to a temporary file in the same directory, which is then renamed
 over the target.
 
 A normal call costs four syscalls (C<openat>, C<write>, C<close>, C<rename>)
-plus at most one C<getpid>; the data is written straight from the scalar's own
+(one C<getpid> more for the first call of a process, see L</THE PID>); the
+data is written straight from the scalar's own
 buffer unless an encoding needs new bytes. On a FUSE filesystem such as
 pmxcfs (C</etc/pve>) this means one FUSE write request per C<max_write> bytes,
 where Perl's C<print> makes one per 8 KiB and the filesystem stores the whole
@@ -106,6 +107,9 @@ the target is then untouched. Extra arguments are ignored, as the reference
 ignores them. The caller's scalars are never changed: a number passed as
 C<$data>, C<$filename> or C<$max> gets no cached string form, a string C<$perm>
 no number form (JSON encoders see the same types before and after the call).
+A value with both forms is read as perl reads it where the reference uses
+it: a dualvar C<$perm> (C<$!>, C<Scalar::Util::dualvar>) by its number, as
+C<sysopen> numifies it, a dualvar name or data by its string.
 Each argument is read once (C<FETCH>, overloading), on entry, into a private
 copy: what is written is the value at the call, whatever user code does
 meanwhile (see L</CAVEATS>). A number (data, a numeric name, a numeric C<$\>,
@@ -896,6 +900,26 @@ once. Threads share C<$$>, so two threads writing the same C<$filename> at the
 same time collide on the temporary name; the second one then picks a random
 suffix and both writes stay atomic.
 
+=head1 THE PID
+
+Temporary names carry C<$$>. Perl asks the kernel for C<$$> each time it is
+read (C<getpid>); FastFile asks once per process and keeps the answer in a
+memory page of each interpreter that is mapped with
+C<madvise(MADV_WIPEONFORK)> (Linux 4.14 and later): the kernel gives every
+child of a fork a zeroed copy of that page, so a child never uses its
+parent's pid, however it was made - perl's C<fork> (in a signal handler
+too, or from another ithread), C<open> with C<-|>, C<system>, a C library's
+C<fork()> in another XS module, even a raw C<fork> or C<clone(SIGCHLD)>
+through C<syscall()>. No handler is registered with the C library and no
+state is shared between interpreters; each interpreter unmaps its page
+when it is destroyed. A script that assigns to C<$$> gets its value in the
+names, as with the reference. Not covered: a process made by a raw
+C<clone> with C<CLONE_VM> (sharing this memory) through C<syscall()> keeps
+its parent's pid in the names; the clash is then refused by C<O_EXCL> and a
+random name taken, as for any name that exists. On kernels before 4.14, in
+the portable build and off Linux, C<$$> is read each call (one C<getpid>
+a call); C<_build_info()> says which with C<pid_cache>.
+
 =head1 SYSTEMS AND BUILDS
 
 FastFile is built and tested on Linux, with glibc or musl, gcc or clang
@@ -955,7 +979,8 @@ C<fsync> does not flush the drive's own cache (C<F_FULLFSYNC> would).
 
 C<FastFile::_build_info()> returns what the build uses, for tests: a hash
 reference with C<portable>, C<renameat2>, C<sync_file_range>, C<getrandom>,
-C<fdatasync>, C<O_PATH>, C<acl> and C<statx>, each 1 or 0.
+C<fdatasync>, C<O_PATH>, C<acl>, C<statx> and C<pid_cache> (the pid is kept,
+L</THE PID>), each 1 or 0.
 
 =head1 CAVEATS
 
@@ -996,7 +1021,12 @@ code runs to remove it. The target itself is never partial.
 
 If C<"$filename.tmp.$$"> already exists (another live writer, perhaps on
 another cluster node with the same PID), FastFile never removes it: it tries
-C<"$filename.tmp.$$.RANDOM"> instead. The reference unlinks it. One
+C<"$filename.tmp.$$.RANDOM"> instead. The reference unlinks it. Where that
+longer name would not fit (a file name of about 230 bytes or more, past
+C<NAME_MAX>, or a filesystem that says it is too long), the random part
+takes the place of the file name's last 17 bytes instead
+(C<"${shortened}.tmp.$$.RANDOM">, as long as C<"$filename.tmp.$$">): the
+fallback fits wherever the plain name does. One
 exception: when the exclusive create was interrupted (C<EINTR>) and the
 retry finds the name taken, NFS or a FUSE server may have created the file
 before answering C<EINTR>. That file is removed (never opened), but only

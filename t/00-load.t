@@ -3,6 +3,7 @@ use warnings;
 
 use Test::More;
 use Config;
+use POSIX ();
 use lib 't/lib';
 use FFTest qw(run_perl);
 
@@ -60,13 +61,21 @@ is(prototype('FastFile::file_set_contents'), undef, 'file_set_contents has no pr
 {
     my $info = FastFile::_build_info();
     diag('build: ' . join ' ', map { "$_=$info->{$_}" } sort keys %$info);
-    is_deeply([sort keys %$info], [sort qw(portable renameat2 sync_file_range getrandom fdatasync O_PATH acl statx)],
+    is_deeply([sort keys %$info], [sort qw(portable renameat2 sync_file_range getrandom fdatasync O_PATH acl statx pid_cache)],
               '_build_info: what it tells');
     my @linux = grep { $info->{$_} } qw(renameat2 sync_file_range getrandom O_PATH acl statx);
     if ($info->{portable}) {
         is("@linux", '', 'the portable build: no Linux-only call');
     } elsif ($^O eq 'linux' && sprintf('%03d%03d', split /\./, $Config{gnulibc_version} || '0.0') ge '002028') {
         is("@linux", 'renameat2 sync_file_range getrandom O_PATH acl statx', 'a Linux build on glibc 2.28+: every Linux call');
+    }
+    # the pid kept in a MADV_WIPEONFORK page (xs_pid.c): Linux 4.14 and later,
+    # not in the portable build
+    my ($kmaj, $kmin) = (POSIX::uname())[2] =~ /^(\d+)\.(\d+)/;
+    if ($info->{portable} || $^O ne 'linux') {
+        is($info->{pid_cache}, 0, 'the portable build: $$ read each call, no pid page');
+    } elsif (defined $kmaj && ($kmaj > 4 || $kmaj == 4 && $kmin >= 14)) {
+        is($info->{pid_cache}, 1, 'Linux 4.14+: the pid kept in a page every fork\'s child gets zeroed');
     }
     # the build that was configured here, if it was (make test, prove -b)
     if (open my $fh, '<', 'Makefile') {
