@@ -53,8 +53,8 @@ sub _sleep { select(undef, undef, undef, $_[0]) }
 sub build {
     my $src = File::Spec->catfile($SRCDIR, 'fastfs.c');
     return '' if -x $BIN && -M $BIN <= -M $src;
-    return "no make" unless which('make');
-    return "no pkg-config" unless which('pkg-config');
+    return "no make (apt-get install make)" unless which('make');
+    return "no pkg-config (apt-get install pkg-config)" unless which('pkg-config');
     open my $lock, '>', File::Spec->catfile($SRCDIR, '.build.lock')
         or return "cannot build: lock: $!";
     flock $lock, LOCK_EX or return "cannot build: flock: $!";
@@ -68,6 +68,7 @@ sub build {
     my $out = do { local $/; <$ph> } // '';
     close $ph;
     return "cannot build: " . ((split /\n/, $out)[-1] // "make failed: $?")
+        . " (it needs libfuse3-dev and a C compiler)"
         if $? || !-x $BIN;
     return '';
 }
@@ -87,14 +88,14 @@ sub _mounter {
     return $MOUNTER if $MOUNTER;
     if ($> == 0) {
         my $umount = which('umount') // (grep { -x } '/usr/bin/umount', '/bin/umount')[0]
-            // return 'umount(8) missing';
+            // return 'umount(8) missing (apt-get install mount)';
         return $MOUNTER = { unmount => [ $umount, '-l' ], path => undef };
     }
     if (my $fm3 = which('fusermount3')) {
         return $MOUNTER = { unmount => [ $fm3, '-u', '-z' ], path => undef };
     }
     my $fm = which('fusermount')
-        // return 'not root, and neither fusermount3 nor fusermount is installed';
+        // return 'not root, and neither fusermount3 nor fusermount is installed (apt-get install fuse)';
     my $shim = File::Temp::tempdir('fastfs-bin-XXXXXX', TMPDIR => 1, CLEANUP => 1);
     symlink $fm, "$shim/fusermount3"
         or return "cannot link $shim/fusermount3 to $fm: $!";
