@@ -8,9 +8,10 @@
 # the harness could have removed.
 #
 # A fake fusermount (first in PATH) mounts with the real one and fails every
-# unmount as that fusermount does. Run as root, the normal user is nobody in
-# a private mount namespace with its own /dev/fuse node (mode 0666, as on a
-# Debian host), so nothing it leaves outlives the test; root's own mounter,
+# unmount as that fusermount does; then the real one in a namespace whose
+# /etc has no mtab. Run as root, the normal user is nobody in a private
+# mount namespace with its own /dev/fuse node (mode 0666, as on a Debian
+# host), so nothing it leaves outlives the test; root's own mounter,
 # umount(8), is faked too.
 use strict;
 use warnings;
@@ -80,12 +81,15 @@ SKIP: {
 # ------------------------------------------------- a normal user: fusermount fails
 # $strip: the fake also drops auto_unmount from the mount, so that nothing
 # unmounts once the daemon is gone: a build root's fusermount, whose
-# watchdog fails as its unmount does. Returns the child's output and the
-# mounts it left (listed before its namespace, if any, goes away).
+# watchdog fails as its unmount does. $strip 'no mtab': no fake, the real
+# fusermount in a namespace whose /etc has no mtab (a copy of /etc bound
+# over it). Returns the child's output and the mounts it left (listed
+# before its namespace, if any, goes away).
 my $REAL = which('fusermount3') // which('fusermount');
 sub as_user {
     my ($strip) = @_;
-    my $bin = fake_bin(<<"SH", qw(fusermount fusermount3));
+    my $no_mtab = ($strip // '') eq 'no mtab';
+    my $bin = $no_mtab ? tempdir() : fake_bin(<<"SH", qw(fusermount fusermount3));
 for a do
     shift
     case \$a in -u) echo '$MTAB' >&2; exit 1 ;; esac
@@ -95,6 +99,11 @@ done
 exec '$REAL' "\$@"
 SH
     my $tmp = tempdir();
+    if ($no_mtab) {    # the copy of /etc beside it, root's (outside nobody's TMPDIR)
+        chmod 0755, $tmp or die "chmod $tmp: $!";
+        mkdir "$tmp/tmp" or die "$tmp/tmp: $!";
+        $tmp = "$tmp/tmp";
+    }
     my @child = ('env', "PATH=$bin:$ENV{PATH}", "TMPDIR=$tmp", $^X, "-I$LIB", '-e', $CHILD);
     if ($> != 0) {
         my ($st, $out) = run_perl($CHILD, switches => ["-I$LIB"],
@@ -107,17 +116,21 @@ SH
     my $rdev = (stat '/dev/fuse')[6];
     my ($maj, $min) = (($rdev >> 8) & 0xfff, ($rdev & 0xff) | (($rdev >> 12) & 0xfff00));
     my $script = <<'SH';
-dev=$1 tmp=$2 maj=$3 min=$4 uid=$5; shift 5
+dev=$1 tmp=$2 maj=$3 min=$4 uid=$5 no_mtab=$6; shift 6
 mount -t tmpfs -o mode=0755,size=64k fastfs-dev "$dev" &&
 mknod -m 0666 "$dev/fuse" c "$maj" "$min" &&
 mount --bind "$dev/fuse" /dev/fuse || exit 99
+if [ "$no_mtab" = 1 ]; then
+    mkdir "$tmp/../etc" && cp -a /etc/. "$tmp/../etc/" && rm -f "$tmp/../etc/mtab" &&
+    mount --bind "$tmp/../etc" /etc || exit 98
+fi
 setpriv --reuid="$uid" --regid="$(id -g "$uid")" --clear-groups "$@" 2>&1
 echo "exit: $?"
 awk -v p="$tmp/" 'index($2, p) == 1 { print "left: " $2 }' /proc/self/mounts
 SH
     my ($st, $out) = run_perl('exec @ARGV or die "exec: $!"', args => [
         'unshare', '-m', '--propagation', 'private', 'sh', '-c', $script, 'sh',
-        $dev, $tmp, $maj, $min, $uid, @child ]);
+        $dev, $tmp, $maj, $min, $uid, ($no_mtab ? 1 : 0), @child ]);
     return ($tmp, $out, $out =~ /^left: (.*)$/mg);
 }
 
@@ -150,6 +163,20 @@ SKIP: {
     my @said = $out =~ m{^# FastFS: could not unmount (\S+) \(\Q$MTAB\E\): it stays mounted}mg;
     is_deeply [ sort @said ], [ sort @left ], '... each one reported loudly, with fusermount\'s message';
     like $out, qr{^probe: cannot unmount: \Q$MTAB\E$}m, '... and the probe skips';
+}
+
+# The real thing: FUSE 2's fusermount where /etc/mtab is missing. The probe
+# sees it without mounting (fusermount asked to unmount an empty
+# directory), so not even its own mount stays.
+SKIP: {
+    skip "a normal user's FUSE: $user_why", 3 if $user_why;
+    skip 'no /etc/mtab only in a private mount namespace (as root)', 3 if $> != 0;
+    skip "FUSE 2's fusermount only (fusermount3 is installed)", 3 if which('fusermount3');
+    my ($tmp, $out, @left) = as_user('no mtab');
+    like $out, qr{^probe: cannot unmount: \S*fusermount: failed to open /etc/mtab: No such file or directory$}m,
+        'user, no /etc/mtab: the probe skips with fusermount\'s message' or diag $out;
+    like $out, qr{^unmount: \S*fusermount: failed to open /etc/mtab}m, '... a mount made anyway cannot be unmounted';
+    is scalar(@left), 1, '... and only that one stays: the probe mounted nothing' or diag $out;
 }
 
 done_testing;
