@@ -303,8 +303,8 @@ sub _gone_within {
 
 # Unmounts (lazily, so open files cannot block it), reaps the daemon and
 # removes the directory.  Safe to call more than once.  Returns '' when
-# nothing stays mounted, else why the unmount failed; a mount that stays
-# is reported loudly (a dead mount a normal user cannot remove).
+# the unmount worked, else why it failed; a mount that stays is reported
+# loudly (a dead mount a normal user cannot remove).
 sub _teardown {
     my ($d) = @_;
     local ($?, $!, $@);
@@ -334,7 +334,7 @@ sub _teardown {
     }
     if (_mounted($dir)) {
         _loudly("FastFS: could not unmount $dir ($err): it stays mounted; "
-              . "only root can remove it now (umount -l $dir)");
+              . "only root can remove it now (umount -l $dir)");    # t/74 matches this text
     } else {
         rmdir $dir;
     }
@@ -342,7 +342,8 @@ sub _teardown {
     return $d->{error} = $err;
 }
 
-# True when nothing stays mounted; unmount_error says why not.
+# True when the unmount worked; false when it failed (unmount_error says
+# why), even if the mount went once the daemon died.
 sub unmount {
     my ($self) = @_;
     return 1 if $self->{owner} != $$;    # a forked child must not unmount
