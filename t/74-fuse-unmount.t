@@ -37,14 +37,6 @@ my $build = FastFS::build();    # as root here: nobody cannot write t/fusefs
 plan skip_all => "fastfs: $build" if $build;
 plan skip_all => 'no /dev/fuse' unless -e '/dev/fuse';
 
-# The mount points under $dir that /proc/mounts lists.
-sub mounts_under {
-    my ($dir) = @_;
-    open my $fh, '<', '/proc/mounts' or die "/proc/mounts: $!";
-    my @m = map { my $m = (split ' ')[1]; $m =~ s/\\([0-7]{3})/chr oct $1/ge; $m } <$fh>;
-    return grep { index($_, "$dir/") == 0 } @m;
-}
-
 # A directory with a fake command $name for every name in @names; $body is
 # its shell text.
 sub fake_bin {
@@ -71,7 +63,7 @@ SKIP: {
     like $out, qr{^probe: cannot unmount: umount: \Q$tmp\E/fastfs-\w+: fake failure$}m,
         'root, umount fails: the probe skips with umount\'s message';
     like $out, qr{^unmount: umount: }m, '... and a teardown returns it';
-    my @left = mounts_under($tmp);
+    my @left = FastFS::mounts_under($tmp);
     is_deeply \@left, [], '... nothing stays mounted (the daemon unmounts as it exits)';
     system 'umount', '-l', $_ for @left;
     opendir my $dh, $tmp or die "$tmp: $!";
@@ -108,7 +100,7 @@ SH
     if ($> != 0) {
         my ($st, $out) = run_perl($CHILD, switches => ["-I$LIB"],
                                   env => { PATH => "$bin:$ENV{PATH}", TMPDIR => $tmp });
-        return ($tmp, $out, mounts_under($tmp));
+        return ($tmp, $out, FastFS::mounts_under($tmp));
     }
     my $uid = getpwnam('nobody');
     my $dev = tempdir();

@@ -249,15 +249,21 @@ sub control {
 sub reset { $_[0]->control('reset') }
 sub clear { $_[0]->control('clear') }
 
+# The mount points /proc/mounts lists, decoded (octal escapes).
+sub mount_points {
+    open my $fh, '<', '/proc/mounts' or return;
+    return map { my $m = (split ' ')[1] // ''; $m =~ s/\\([0-7]{3})/chr oct $1/ge; $m } <$fh>;
+}
+
+# The mount points below $dir (what a test left there).
+sub mounts_under {
+    my ($dir) = @_;
+    return grep { index($_, "$dir/") == 0 } mount_points();
+}
+
 sub _mounted {
     my ($dir) = @_;
-    open my $fh, '<', '/proc/mounts' or return 0;
-    while (<$fh>) {
-        my $m = (split ' ')[1] // next;
-        $m =~ s/\\([0-7]{3})/chr oct $1/ge;
-        return 1 if $m eq $dir;
-    }
-    return 0;
+    return scalar grep { $_ eq $dir } mount_points();
 }
 
 # Says what went wrong with a mount where the test's output shows it: a
