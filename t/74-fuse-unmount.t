@@ -22,7 +22,6 @@ use FFTest qw(tempdir which run_perl);
 use FastFS;
 
 my $MTAB = 'fusermount: failed to open /etc/mtab: No such file or directory';
-my $LIB  = File::Spec->rel2abs('t/lib');
 
 # What a test file does: the probe, then (as a test that mounts anyway
 # would) one mount and its unmount, each outcome on a line.
@@ -36,6 +35,22 @@ PERL
 my $build = FastFS::build();    # as root here: nobody cannot write t/fusefs
 plan skip_all => "fastfs: $build" if $build;
 plan skip_all => 'no /dev/fuse' unless -e '/dev/fuse';
+
+# The children's FastFS and daemon, copied where nobody can read them: the
+# tree may be in a private directory (make tarball-check unpacks into one).
+my $LIB = do {
+    my $copy = tempdir();
+    for my $d ('', '/t', '/t/lib', '/t/fusefs') {
+        -d "$copy$d" or mkdir "$copy$d" or die "mkdir $copy$d: $!";
+        chmod 0755, "$copy$d" or die "chmod $copy$d: $!";
+    }
+    # -p: the daemon stays newer than its source, so FastFS builds nothing
+    system('cp', '-p', "t/lib/$_", "$copy/t/lib/") == 0 or die "cp t/lib/$_ failed\n"
+        for qw(FastFS.pm FFTest.pm);
+    system('cp', '-p', FastFS::binary(), "t/fusefs/fastfs.c", "$copy/t/fusefs/") == 0
+        or die "cp t/fusefs failed\n";
+    "$copy/t/lib";
+};
 
 # A directory with a fake command $name for every name in @names; $body is
 # its shell text.
@@ -96,7 +111,9 @@ SH
         mkdir "$tmp/tmp" or die "$tmp/tmp: $!";
         $tmp = "$tmp/tmp";
     }
-    my @child = ('env', "PATH=$bin:$ENV{PATH}", "TMPDIR=$tmp", $^X, "-I$LIB", '-e', $CHILD);
+    # no PERL5LIB: make test's blib may be in a directory nobody cannot read
+    my @child = ('env', '-u', 'PERL5LIB', '-u', 'PERLLIB', '-u', 'PERL5OPT',
+                 "PATH=$bin:$ENV{PATH}", "TMPDIR=$tmp", $^X, "-I$LIB", '-e', $CHILD);
     if ($> != 0) {
         my ($st, $out) = run_perl($CHILD, switches => ["-I$LIB"],
                                   env => { PATH => "$bin:$ENV{PATH}", TMPDIR => $tmp });
