@@ -8,7 +8,8 @@
 # a batch makes per file (strace); and the scale runs: up to 100,000 files in one
 # directory and in 10,000 directories, with peak RSS, peak open fds and
 # syscalls per file. Prints markdown to stdout and writes it to
-# bench/batch.md; progress goes to stderr.
+# batch.md in bench-out/ (BENCH_OUT; bench/ with BENCH_UPDATE=1: bench/lib/BenchOut.pm);
+# progress goes to stderr.
 #
 # Where: without fsync on a tmpfs (/dev/shm: the writer's own cost); with
 # fsync on a journaled ext4, a 1 GiB loop image made and mounted here when
@@ -24,7 +25,8 @@ use List::Util qw(min);
 use POSIX qw(floor);
 use Time::HiRes qw(clock_gettime CLOCK_MONOTONIC);
 
-use lib "$FindBin::Bin/../t/lib";
+use lib "$FindBin::Bin/lib", "$FindBin::Bin/../t/lib";
+use BenchOut;
 use FFTest ();    # without import: no test-only warning hook here
 use FastFS;
 use FastFile qw(file_set_contents file_set_contents_many);
@@ -407,8 +409,8 @@ chomp(my $kernel = `uname -r`);
 say_md(sprintf "\nperl %s, Linux %s, %s; %s.\n", $^V, $kernel,
        (`nproc` =~ /(\d+)/ ? "$1 CPUs" : '? CPUs'), $QUICK ? 'BENCH_QUICK' : 'full run');
 
-if (open my $md, '>', "$FindBin::Bin/batch.md") {
-    print {$md} "# FastFile batch benchmark (bench/batch.pl)\n\n", $out;
-    close $md;
-    progress('wrote bench/batch.md');
-}
+my $batch_md = BenchOut::path('batch.md');
+open my $md, '>', $batch_md or die "$batch_md: $!\n";
+print {$md} "# FastFile batch benchmark (bench/batch.pl)\n\n", $out;
+close $md or die "$batch_md: $!\n";
+progress(BenchOut::wrote($batch_md));

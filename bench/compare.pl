@@ -2,8 +2,9 @@
 # Side-by-side benchmark of FastFile against the writers it replaces, in one
 # run on one machine: `make bench` (which builds the module and the fastfs
 # FUSE filesystem first). Prints markdown tables to stdout and writes them to
-# bench/results.md, with a plot in bench/amplification.svg; progress goes to
-# stderr.
+# results.md, with a plot in amplification.svg, in bench-out/ (BENCH_OUT;
+# the tracked copies in bench/ with BENCH_UPDATE=1: bench/lib/BenchOut.pm);
+# progress goes to stderr.
 #
 # Writers: FastFile::file_set_contents; our pure-Perl reimplementations of
 # the print-era and syswrite-era (pve-devel v2 patch) file_set_contents; a
@@ -33,6 +34,7 @@ use IPC::Open2 qw(open2);
 use lib "$FindBin::Bin/lib", "$FindBin::Bin/../t/lib";
 use BenchWriters;
 use BenchSVG;
+use BenchOut;
 use FFTest ();    # without import: no test-only warning hook here
 use FastFS;
 use FastFile ();
@@ -648,15 +650,19 @@ push @md, "## Notes\n", join '', map { "- $_\n" } @notes;
 my $md = join "\n", @md;
 print $md;
 
-# the instructions section of make bench-instr (bench/instr.pl) is kept
-if (open my $old, '<', "$FindBin::Bin/results.md") {
-    my ($instr) = do { local $/; <$old> } =~ /(<!-- instr -->.*?<!-- \/instr -->\n)/s;
-    $md .= "\n$instr" if $instr;
+# the sections other benchmarks keep in results.md (make bench-instr's, the
+# PVE::File helpers'), each between <!-- NAME --> and <!-- /NAME -->
+my $results = BenchOut::path('results.md');
+for my $from (grep { -e } $results, "$FindBin::Bin/results.md") {
+    open my $old, '<', $from or die "$from: $!\n";
+    my $text = do { local $/; <$old> };
+    $md .= "\n$1" while $text =~ /(<!-- ([\w-]+) -->\n.*?<!-- \/\2 -->\n)/sg;
+    last;
 }
-open my $out, '>', "$FindBin::Bin/results.md" or die "results.md: $!\n";
+open my $out, '>', $results or die "$results: $!\n";
 print {$out} $md;
-close $out or die "results.md: $!\n";
-progress("wrote bench/results.md");
+close $out or die "$results: $!\n";
+progress(BenchOut::wrote($results));
 
 # --------------------------------------------------------------- plot -----
 
@@ -710,7 +716,8 @@ my $svg = BenchSVG::plot(
     footer => 'bench/compare.pl, ' . strftime('%Y-%m-%d', localtime) . ', '
               . ((slurp('/proc/cpuinfo') =~ /^model name\s*:\s*(.+)$/m)[0] // '?') . ', perl '
               . sprintf('%vd', $^V));
-open my $sv, '>', "$FindBin::Bin/amplification.svg" or die "amplification.svg: $!\n";
+my $plot = BenchOut::path('amplification.svg');
+open my $sv, '>', $plot or die "$plot: $!\n";
 print {$sv} $svg;
-close $sv or die "amplification.svg: $!\n";
-progress("wrote bench/amplification.svg; done");
+close $sv or die "$plot: $!\n";
+progress(BenchOut::wrote($plot) . '; done');

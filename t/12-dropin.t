@@ -167,7 +167,7 @@ my $TYPE_FLAGS = B::SVf_IOK | B::SVf_NOK | B::SVf_POK | B::SVp_IOK | B::SVp_NOK 
 sub looks { my $f = B::svref_2object(\$_[0])->FLAGS & $TYPE_FLAGS; return join ' ', $f, map { $_->encode($_[0]) } @ENCODERS }
 
 SKIP: {
-    skip 'JSON::XS not installed: checked with JSON::PP only', 1 if @ENCODERS < 2;
+    skip 'JSON::XS not installed (apt-get install libjson-xs-perl): checked with JSON::PP only', 1 if @ENCODERS < 2;
     pass('checked with JSON::PP and JSON::XS');
 }
 

@@ -634,7 +634,7 @@ SKIP: {
     # this file, then appends. fstat said N bytes, the file now holds more:
     # the reader must notice (the +1 byte) and read on.
     my $sys_read = eval { require 'syscall.ph'; SYS_read() };
-    skip "no syscall.ph for the number of read(2): $@", 12 unless defined $sys_read;
+    skip "no syscall.ph for the number of read(2) (Debian: the libperl5.* package of this perl; elsewhere: h2ph): $@", 12 unless defined $sys_read;
     my $grow_code = <<'END';
 my ($file, $max, $sys_read) = @ARGV;
 my $reader = readlink '/proc/self';    # the real pid ($$ is forged)

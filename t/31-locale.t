@@ -30,7 +30,10 @@ if ($locale !~ /^\S+$/ && which('localedef') && -e '/usr/share/i18n/locales/de_D
     (undef, $locale) = run_perl($probe, args => ['de_DE.UTF-8'], env => \%env);
     chomp $locale;
 }
-plan skip_all => 'no locale with a comma radix (none installed, localedef could not build de_DE.UTF-8)'
+plan skip_all => 'no locale with a comma radix: '
+    . (which('localedef') && -e '/usr/share/i18n/locales/de_DE'
+       ? 'none installed, and localedef could not build de_DE.UTF-8'
+       : 'none installed, and no localedef with the de_DE source to build one (apt-get install locales)')
     unless $locale =~ /^\S+$/;
 
 my $code = <<'PERL';

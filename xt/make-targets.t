@@ -8,6 +8,7 @@ use warnings;
 use Test::More;
 use lib 't/lib';
 use FFTest;
+use File::Temp ();
 
 plan skip_all => 'run from a configured build (Makefile missing)' unless -f 'Makefile';
 my ($fullperl) = map { /^FULLPERL\s*=\s*(.*?)\s*$/ ? $1 : () } do {
@@ -20,6 +21,22 @@ for my $target (qw(asan leakcheck matrix tarball-check deb-check clang-check por
     my @cmds = grep { m{xt/tools/} } `make -n $target 2>/dev/null`;
     is(scalar(@cmds), 1, "make $target runs one xt/tools script");
     like($cmds[0] // '', qr/\Q$fullperl\E/, "make $target passes the configuring perl");
+}
+
+# make bench leaves the tracked tables in bench/ alone unless asked
+# (BENCH_UPDATE=1, make bench-update), and says where they went
+{
+    my $where = sub {
+        my ($env) = @_;
+        my $code = 'print BenchOut::wrote(BenchOut::path(q{results.md}))';
+        return scalar `env -u BENCH_UPDATE -u BENCH_OUT $env $^X -Ibench/lib -MBenchOut -e '$code'`;
+    };
+    my $out = File::Temp::tempdir('benchout-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+    like($where->(''), qr{^wrote bench-out/results\.md \(BENCH_UPDATE=1 }, 'make bench writes into bench-out/ and says so');
+    rmdir 'bench-out';
+    like($where->("BENCH_OUT=$out"), qr{^wrote \Q$out\E/results\.md }, '... or into BENCH_OUT');
+    like($where->('BENCH_UPDATE=1'), qr{^wrote bench/results\.md \(the tracked copy\)}, 'BENCH_UPDATE=1 replaces the tracked copy');
+    like(join('', `make -n bench-update 2>/dev/null`), qr/BENCH_UPDATE=1/, 'make bench-update sets BENCH_UPDATE=1');
 }
 
 done_testing;

@@ -4,7 +4,12 @@ use warnings;
 use Test::More;
 
 plan skip_all => 'author test: set AUTHOR_TESTING' unless $ENV{AUTHOR_TESTING};
-plan skip_all => 'not a git checkout' unless -d '.git' && `git --version` =~ /git/;
+use lib 't/lib';
+use FFTest qw(which);
+
+# .git is a directory in a clone, a file in a worktree; a tarball has none
+plan skip_all => 'not a git checkout (a tarball: its MANIFEST is what make dist used)' unless -e '.git';
+plan skip_all => 'git is not installed (apt-get install git): cannot list the tracked files' unless which('git');
 
 open my $fh, '<', 'MANIFEST' or die "MANIFEST: $!";
 my %manifest = map { /^(\S+)/ ? ($1 => 1) : () } grep { !/^#/ } <$fh>;

@@ -189,7 +189,8 @@ sub c_compilers {
     return (
         [ "perl's cc ($cc)", $Config::Config{gccversion} ? $cc : undef,
           'not gcc-compatible (no gccversion in Config)' ],
-        map({ [ $_, (which($_) ? $_ : undef), "$_ is not installed" ] } qw(clang musl-gcc)),
+        map({ [ $_->[0], (which($_->[0]) ? $_->[0] : undef), "$_->[0] is not installed (apt-get install $_->[1])" ] }
+            [ clang => 'clang' ], [ 'musl-gcc' => 'musl-tools' ]),
     );
 }
 
@@ -283,11 +284,11 @@ my $STRACE_WHY;
 sub strace_why {
     return $STRACE_WHY if defined $STRACE_WHY;
     my $strace = which('strace');
-    return $STRACE_WHY = 'strace not installed' unless $strace;
+    return $STRACE_WHY = 'strace not installed (apt-get install strace)' unless $strace;
     my $ver = `strace -V 2>/dev/null` // '';
     my ($maj, $min) = $ver =~ /version (\d+)\.(\d+)/;
     return $STRACE_WHY = 'cannot run strace -V' unless defined $maj;
-    return $STRACE_WHY = "strace $maj.$min is too old (5.3+ for -e inject, when=, --seccomp-bpf)"
+    return $STRACE_WHY = "strace $maj.$min is too old (5.3+ for -e inject, when=, --seccomp-bpf: Debian 11 and later have it)"
         if $maj < 5 || ($maj == 5 && $min < 3);
     # ptrace may be forbidden (containers, yama); injection must really work
     my $pid = fork // die "fork: $!";
@@ -298,7 +299,7 @@ sub strace_why {
             $^X, '-e', 'exit(getppid() == 4242 ? 0 : 3)' or POSIX::_exit(127);
     }
     waitpid $pid, 0;
-    return $STRACE_WHY = "strace cannot trace or inject here (exit status $?)" if $?;
+    return $STRACE_WHY = "strace cannot trace or inject here (exit status $?: ptrace forbidden, as in some containers or by yama's ptrace_scope)" if $?;
     return $STRACE_WHY = '';
 }
 

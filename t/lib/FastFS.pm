@@ -13,6 +13,11 @@ package FastFS;
 #   $fs->control('fail write 28 /file.tmp.*');
 #   $fs->unmount;          # also done by DESTROY and an END block
 #
+# unmount returns false when the unmount failed ($fs->unmount_error says
+# why: fusermount's message); a mount that stays is reported with diag.
+# available() mounts and unmounts once, so where unmounting fails (a build
+# root without /etc/mtab) every FUSE test skips instead of leaving mounts.
+#
 # Mounting needs no fuse3 package: as root libfuse3 mounts by itself, as
 # another user FUSE 2's fusermount will do (see _mounter). See
 # t/fusefs/README for the control-file protocol.
@@ -48,8 +53,8 @@ sub _sleep { select(undef, undef, undef, $_[0]) }
 sub build {
     my $src = File::Spec->catfile($SRCDIR, 'fastfs.c');
     return '' if -x $BIN && -M $BIN <= -M $src;
-    return "no make" unless which('make');
-    return "no pkg-config" unless which('pkg-config');
+    return "no make (apt-get install make)" unless which('make');
+    return "no pkg-config (apt-get install pkg-config)" unless which('pkg-config');
     open my $lock, '>', File::Spec->catfile($SRCDIR, '.build.lock')
         or return "cannot build: lock: $!";
     flock $lock, LOCK_EX or return "cannot build: flock: $!";
@@ -63,6 +68,7 @@ sub build {
     my $out = do { local $/; <$ph> } // '';
     close $ph;
     return "cannot build: " . ((split /\n/, $out)[-1] // "make failed: $?")
+        . " (it needs libfuse3-dev and a C compiler)"
         if $? || !-x $BIN;
     return '';
 }
@@ -82,21 +88,24 @@ sub _mounter {
     return $MOUNTER if $MOUNTER;
     if ($> == 0) {
         my $umount = which('umount') // (grep { -x } '/usr/bin/umount', '/bin/umount')[0]
-            // return 'umount(8) missing';
+            // return 'umount(8) missing (apt-get install mount)';
         return $MOUNTER = { unmount => [ $umount, '-l' ], path => undef };
     }
     if (my $fm3 = which('fusermount3')) {
         return $MOUNTER = { unmount => [ $fm3, '-u', '-z' ], path => undef };
     }
     my $fm = which('fusermount')
-        // return 'not root, and neither fusermount3 nor fusermount is installed';
+        // return 'not root, and neither fusermount3 nor fusermount is installed (apt-get install fuse)';
     my $shim = File::Temp::tempdir('fastfs-bin-XXXXXX', TMPDIR => 1, CLEANUP => 1);
     symlink $fm, "$shim/fusermount3"
         or return "cannot link $shim/fusermount3 to $fm: $!";
     return $MOUNTER = { unmount => [ $fm, '-u', '-z' ], path => $shim };
 }
 
-# '' if fastfs can be used here, otherwise why not (for skip_all).
+# '' if fastfs can be used here, otherwise why not (for skip_all). The
+# probe mounts and unmounts: where the unmount fails (fusermount in a build
+# root without /etc/mtab: debootstrap, sbuild, pbuilder) every later mount
+# would stay behind, dead, and only root could remove it.
 sub available {
     return $AVAILABLE if defined $AVAILABLE;
     my $why = '';
@@ -107,15 +116,33 @@ sub available {
         $why = 'no access to /dev/fuse';
     } elsif (!ref $mounter) {
         $why = $mounter;
+    } elsif (my $err = _unmount_without_mtab($mounter)) {
+        $why = "cannot unmount: $err";
     } else {
         $why = build();
         if (!$why) {
             my $fs = eval { FastFS->mount };
-            $why = $fs ? '' : "mount failed: " . ($@ =~ s/\s+\z//r);
-            $fs->unmount if $fs;
+            if (!$fs) {
+                $why = "mount failed: " . ($@ =~ s/\s+\z//r);
+            } elsif (!$fs->unmount) {
+                $why = "cannot unmount: " . $fs->unmount_error;
+            }
         }
     }
     return $AVAILABLE = $why;
+}
+
+# FUSE 2's fusermount opens /etc/mtab before it unmounts anything (as a
+# normal user), and a build root may have none: then it cannot unmount, and
+# even the probe's mount would stay, dead. Seen without mounting: its
+# message when asked to unmount an empty directory, if it names /etc/mtab.
+sub _unmount_without_mtab {
+    my ($mounter) = @_;
+    return '' if $> == 0 || -e '/etc/mtab';
+    my $dir = File::Temp::tempdir('fastfs-probe-XXXXXX', TMPDIR => 1, CLEANUP => 0);
+    my $err = _run_unmount($mounter->{unmount}, $dir);
+    rmdir $dir;
+    return $err =~ m{/etc/mtab} ? $err : '';
 }
 
 # FastFS->mount(max_write => N, direct_io => 1, threads => 1, debug => 1, cache => 1)
@@ -222,61 +249,116 @@ sub control {
 sub reset { $_[0]->control('reset') }
 sub clear { $_[0]->control('clear') }
 
+# The mount points /proc/mounts lists, decoded (octal escapes).
+sub mount_points {
+    open my $fh, '<', '/proc/mounts' or return;
+    return map { my $m = (split ' ')[1] // ''; $m =~ s/\\([0-7]{3})/chr oct $1/ge; $m } <$fh>;
+}
+
+# The mount points below $dir (what a test left there).
+sub mounts_under {
+    my ($dir) = @_;
+    return grep { index($_, "$dir/") == 0 } mount_points();
+}
+
 sub _mounted {
     my ($dir) = @_;
-    open my $fh, '<', '/proc/mounts' or return 0;
-    while (<$fh>) {
-        my $m = (split ' ')[1] // next;
-        $m =~ s/\\([0-7]{3})/chr oct $1/ge;
-        return 1 if $m eq $dir;
+    return scalar grep { $_ eq $dir } mount_points();
+}
+
+# Says what went wrong with a mount where the test's output shows it: a
+# diag when Test::More runs the show, else on STDERR.
+sub _loudly {
+    my ($msg) = @_;
+    if (Test::Builder->can('new')) {
+        Test::Builder->new->diag($msg);
+    } else {
+        print STDERR "# $msg\n";
     }
-    return 0;
+}
+
+# Runs the unmount command on $dir: '' when it succeeded, else why not (its
+# message, or its exit status when it said nothing).
+sub _run_unmount {
+    my ($cmd, $dir) = @_;
+    my @cmd = (@$cmd, $dir);
+    my $pid = open(my $ph, '-|') // return "fork: $!";
+    if (!$pid) {
+        open STDERR, '>&', \*STDOUT;
+        exec { $cmd[0] } @cmd
+            or POSIX::_exit(127);
+    }
+    my $out = do { local $/; <$ph> } // '';
+    close $ph;
+    return '' unless $?;
+    $out =~ s/\s+\z//;
+    $out =~ s/\n/; /g;
+    return length $out ? $out : "@cmd: exit status " . ($? >> 8);
+}
+
+# Polls until $dir is no longer in /proc/mounts, for at most $secs; true
+# if it went.
+sub _gone_within {
+    my ($dir, $secs) = @_;
+    for (0 .. $secs / 0.02) {
+        return 1 unless _mounted($dir);
+        _sleep(0.02);
+    }
+    return !_mounted($dir);
 }
 
 # Unmounts (lazily, so open files cannot block it), reaps the daemon and
-# removes the directory.  Safe to call more than once.
+# removes the directory.  Safe to call more than once.  Returns '' when
+# the unmount worked, else why it failed; a mount that stays is reported
+# loudly (a dead mount a normal user cannot remove).
 sub _teardown {
     my ($d) = @_;
     local ($?, $!, $@);
     my ($dir, $pid) = @$d{qw(dir pid)};
-    return if $d->{done}++;
+    return $d->{error} if $d->{done}++;
     delete $LIVE{$dir};
-    if (_mounted($dir)) {
-        my $pid2 = fork;
-        if (defined $pid2 && !$pid2) {
-            open STDOUT, '>', '/dev/null';
-            open STDERR, '>&', \*STDOUT;
-            my @cmd = (@{ $d->{unmount} }, $dir);
-            exec { $cmd[0] } @cmd
-                or POSIX::_exit(127);
-        }
-        waitpid($pid2, 0) if $pid2;
-    }
-    # the daemon exits once unmounted; nudge it if not, then insist.
+    my $err = _mounted($dir) ? _run_unmount($d->{unmount}, $dir) : '';
+    $err = "still in /proc/mounts after @{ $d->{unmount} }"
+        if !$err && !_gone_within($dir, 1);
+    # the daemon exits once unmounted; nudge it if not (at once when the
+    # unmount failed: it will not go by itself), then insist.
     # -1 means already reaped (maybe by the test's own wait): no kill then
-    REAP: for my $sig (0, 'TERM', 'KILL') {
+    REAP: for my $sig (($err ? () : 0), 'TERM', 'KILL') {
         kill $sig, $pid if $sig;
         for (1 .. 100) {
-            my $r = waitpid($pid, POSIX::WNOHANG());
+            my $r = waitpid($pid, POSIX::WNOHANG()) // -1;
             last REAP if $r == $pid || $r == -1;
             _sleep(0.02);
         }
     }
-    # umount(8) as a last resort (root only) if still listed
-    if (_mounted($dir) && $> == 0) {
-        system('umount', '-l', $dir);
+    # a daemon that dies unmounts (root: umount2; others: fusermount's
+    # auto_unmount watchdog, a moment later); root's umount -l is the last
+    # resort
+    if ($err && !_gone_within($dir, 0.5) && $> == 0) {
+        my $why = _run_unmount([ 'umount', '-l' ], $dir);
+        $err .= "; umount -l: $why" if $why;
     }
-    rmdir $dir;
+    if (_mounted($dir)) {
+        _loudly("FastFS: could not unmount $dir ($err): it stays mounted; "
+              . "only root can remove it now (umount -l $dir)");    # t/69 matches this text
+    } else {
+        rmdir $dir;
+    }
     unlink $d->{log};
+    return $d->{error} = $err;
 }
 
+# True when the unmount worked; false when it failed (unmount_error says
+# why), even if the mount went once the daemon died.
 sub unmount {
     my ($self) = @_;
-    return if $self->{owner} != $$;    # a forked child must not unmount
-    _teardown($self);
+    return 1 if $self->{owner} != $$;    # a forked child must not unmount
+    my $err = _teardown($self);
     $self->{done} = 1;
-    return 1;
+    return !$err;
 }
+
+sub unmount_error { $_[0]{error} // '' }
 
 sub DESTROY {
     my ($self) = @_;

@@ -3,8 +3,10 @@
 # .ci/run, as root): `make deb` (its build runs the test suite), lintian
 # without errors, the file list, then install it, load the module from the
 # system paths, read its man page, run debian/tests/smoke, and remove it again.
-# Refuses to run where libfastfile-perl is already installed: it would replace
-# and then remove that package.
+# Refuses to run where libfastfile-perl is already installed (it would replace
+# and then remove that package), and where perl finds another copy of FastFile
+# (make install, cpanm: /usr/local, PERL5LIB), naming it: that copy would
+# shadow the package's.
 #
 # Environment:
 #   PERL   the perl whose Makefile drives `make deb` (default: perl); the
@@ -21,6 +23,14 @@ for t in dpkg-buildpackage dh lintian man; do
 done
 if dpkg-query -W -f '${Status}' libfastfile-perl 2>/dev/null | grep -q 'ok installed'; then
     fail "libfastfile-perl is installed already: not touching it"
+fi
+# a copy from `make install` or `cpanm .` (in /usr/local) or in PERL5LIB comes
+# first in perl's @INC: the installed package would never be loaded
+shadows=$(cd / && perl -e 'for (@INC) { print "$_/FastFile.pm\n" if !ref && -e "$_/FastFile.pm" }')
+if [ -n "$shadows" ]; then
+    fail "FastFile is installed outside the package, and perl would load it instead of the .deb's:
+$shadows
+remove it first: cpanm --uninstall FastFile (for a PERL5LIB copy: cpanm --uninstall -l <its local lib> FastFile, or unset PERL5LIB)"
 fi
 
 # dpkg, waiting (up to 5 minutes) while another apt or dpkg holds its lock

@@ -2,7 +2,9 @@
 # xt/tools/distcheck.sh - the CPAN tarball is complete (run by `make tarball-check`
 # and .ci/run): `make dist`, then in a fresh directory unpack it and
 # `perl Makefile.PL && make && make test`, with t/70-fuse.t running wherever
-# it runs in this tree (its sources and helpers must be in the tarball); then
+# it runs in this tree (its sources and helpers must be in the tarball); its
+# CPANTS kwalitee is 100%, extras included (xt/tools/kwalitee.pl, as
+# cpants_lint: needs libmodule-cpants-analyse-perl); then
 # `cpanm --notest -L <dir>` installs the tarball offline and the installed
 # module loads from there.
 #
@@ -40,6 +42,8 @@ for f in t/fusefs/fastfs.c t/fusefs/Makefile t/lib/FastFS.pm t/lib/FFTest.pm \
          debian/control debian/rules; do
     [ -f "FastFile-$VERSION/$f" ] || fail "$TARBALL lacks $f"
 done
+$PERL "$ROOT/xt/tools/kwalitee.pl" "$TARBALL" || fail "$TARBALL: kwalitee below 100% (the failing indicators are above)"
+
 bad=$(tar -tzf "$TARBALL" | grep -E '/(blib|\.git)/|\.o$|/Makefile$|/MYMETA\.|/t/fusefs/fastfs$' | grep -v '/t/fusefs/Makefile$')
 [ -z "$bad" ] || fail "$TARBALL carries build artefacts: $bad"
 
