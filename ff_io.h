@@ -256,6 +256,7 @@ unsigned long long ff_random_bits(void);
 #define FF_FEATURE_O_PATH          (1u << 5)
 #define FF_FEATURE_ACL             (1u << 6)
 #define FF_FEATURE_STATX           (1u << 7)
+#define FF_FEATURE_COPY_FILE_RANGE (1u << 8)
 unsigned ff_features(void);
 
 #if defined(__GNUC__) && __GNUC__ >= 4

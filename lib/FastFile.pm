@@ -8,11 +8,50 @@ our $VERSION = '0.03';
 use Exporter 5.57 'import';
 our @EXPORT      = qw(file_set_contents);
 our @EXPORT_OK   = qw(file_set_contents file_set_contents_many file_get_contents
-                      file_read_firstline atomic_writer);
-our %EXPORT_TAGS = (all => \@EXPORT_OK);
+                      file_read_firstline atomic_writer
+                      file_read_first_line file_copy safe_read_from);
+# :pve, the helpers of Proxmox VE's PVE::File under its names. Those of
+# %PVE_PENDING are not in this branch yet (issue 27b): the merge that brings
+# them adds them to @EXPORT_OK and empties %PVE_PENDING.
+our @PVE_FILE    = qw(file_set_contents file_get_contents file_read_first_line
+                      file_read_last_line file_copy safe_read_from tempfile
+                      tempfile_contents create_owned_file_fh);
+our %PVE_PENDING = map { $_ => 1 } qw(file_read_last_line tempfile tempfile_contents
+                                      create_owned_file_fh);
+our %EXPORT_TAGS = (all => \@EXPORT_OK, pve => [ grep { !$PVE_PENDING{$_} } @PVE_FILE ]);
 
 require XSLoader;
 XSLoader::load('FastFile', $VERSION);
+
+# PVE::File's name of PVE::Tools' file_read_firstline
+*file_read_first_line = \&file_read_firstline;
+
+# safe_read_from($fh, $max, $oneline, $name): a regular file read to its
+# end is read in C with large reads (it ends where the reference's 8 KiB
+# sysreads end, at the end of the file or at the block that passes $max);
+# any other handle, and $oneline, with the reference's own sysreads, since
+# a caller can see what they consumed (a pipe's rest, a socket's).
+sub safe_read_from {
+    my ($fh, $max, $oneline, $name) = @_;
+
+    if (!$oneline) {
+        my ($content) = _read_regular($fh, $max, $name);
+        return $content if defined $content;
+    }
+    $max ||= 1024 * 1024;
+    my $subject = defined $name ? "file '$name'" : 'input';
+    my ($input, $total, $count) = ('', 0);
+    while ($count = sysread($fh, $input, 8192, $total)) {
+        $total += $count;
+        die "$subject too long - aborting\n" if $total > $max;
+        if ($oneline && $input =~ m/^(.*)\n/) {
+            $input = $1;
+            last;
+        }
+    }
+    die "unable to read $subject - $!\n" if !defined $count;
+    return $input;
+}
 
 # the streaming writer: FastFile::Writer->new(@_)
 sub atomic_writer { require FastFile::Writer; FastFile::Writer->new(@_) }
