@@ -16,6 +16,8 @@ package Reference;
 #   facts of those versions (which calls, which buffer sizes), not their code.
 # - ref_get_contents: the reference reader, an 8 KiB sysread loop;
 #   ref_read_firstline: <$fh> and chomp.
+# - ref_safe_read_from, ref_file_copy: PVE::File's helpers of the same names,
+#   from the contract's facts ("PVE::File's other helpers").
 
 use strict;
 use warnings;
@@ -26,7 +28,7 @@ use Fcntl qw(O_WRONLY O_CREAT O_EXCL);
 use IO::File ();
 
 our @EXPORT_OK = qw(ref_file_set_contents ref_bytes print_era syswrite_era
-                    ref_get_contents ref_read_firstline);
+                    ref_get_contents ref_read_firstline ref_safe_read_from ref_file_copy);
 
 # ref_bytes($data, $force_utf8): the bytes that would be written.
 #   - $force_utf8: perl's lax utf8 encoding of a copy (utf8::encode), which is
@@ -191,6 +193,36 @@ sub ref_read_firstline {
     chomp $res if $res;
     close $fh;
     return $res;
+}
+
+# PVE::File's safe_read_from: sysreads of 8 KiB appended; past $max (false:
+# 1 MiB) it dies, naming the file when there is a name; with $oneline the
+# first line (without "\n") once a read brings one, whatever else that read
+# took from the handle.
+sub ref_safe_read_from {
+    my ($fh, $max, $oneline, $name) = @_;
+    $max = 1048576 if !$max;
+    my $subject = defined $name ? "file '$name'" : 'input';
+    my $buf = '';
+    my $count;
+    while ($count = sysread($fh, $buf, 8192, length $buf)) {
+        die "$subject too long - aborting\n" if length($buf) > $max;
+        next unless $oneline;
+        if ($buf =~ /^(.*)\n/) {
+            $buf = $1;
+            last;
+        }
+    }
+    die "unable to read $subject - $!\n" unless defined $count;
+    return $buf;
+}
+
+# PVE::File's file_copy: the source read whole (the reader's limit and
+# texts), then written as file_set_contents writes it.
+sub ref_file_copy {
+    my ($src, $dst, $max, $perm) = @_;
+    my $content = ref_get_contents($src, $max);
+    return ref_file_set_contents($dst, $content, $perm);
 }
 
 1;
