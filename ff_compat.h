@@ -24,6 +24,7 @@
  *                                  offsets: the kernel moves the bytes;
  *                                  fallback: -1 with ENOSYS (the caller
  *                                  reads and writes)
+ *   ff_on_fuse(fd)                 fd is on FUSE (fstatfs); fallback: 0
  *   FF_O_PATH                      O_PATH (an fd only for *at calls and
  *                                  fstat: fsync on it is EBADF); fallback:
  *                                  O_RDONLY, which needs read permission on
@@ -161,6 +162,21 @@ static inline ssize_t ff_copy_file_range(int in, int out, size_t len)
     errno = ENOSYS;
     return -1;
 }
+#endif
+
+/* 1 when fd is on a FUSE filesystem (fstatfs's f_type), 0 when not or
+ * when it cannot tell; copy_file_range's only user asks. */
+#if FF_HAVE_COPY_FILE_RANGE
+#include <sys/vfs.h>
+#define FF_FUSE_SUPER_MAGIC 0x65735546     /* linux/magic.h */
+static inline int ff_on_fuse(int fd)
+{
+    struct statfs sf;
+
+    return fstatfs(fd, &sf) == 0 && sf.f_type == FF_FUSE_SUPER_MAGIC;
+}
+#else
+#define ff_on_fuse(fd) ((void)(fd), 0)
 #endif
 
 /* The lstat file type (S_IFMT bits) of name in dirfd. Linux: statx with

@@ -20,6 +20,11 @@ int ff_copy_range(int in, int out, size_t limit, size_t *copied, const struct ff
 {
     size_t start = *copied;
 
+    /* Into FUSE the kernel copies by splicing, one pipe's worth (64 KiB) a
+     * WRITE request, where one write(2) makes a request per max_write
+     * (128 KiB or more): pmxcfs stores the whole file again for each. */
+    if (!FF_HAVE_COPY_FILE_RANGE || ff_on_fuse(out))
+        return 0;
     while (*copied < limit) {
         size_t want = limit - *copied;
         ssize_t n;

@@ -23,7 +23,8 @@ enum ff_copy_side { FF_COPY_READ, FF_COPY_WRITE };
  * 0 when the kernel refused before that (any error: EXDEV, EINVAL,
  * EOPNOTSUPP, ENOSYS, also EIO or ENOSPC, which ff_copy_rw then meets and
  * reports on the side it came from), or copied nothing at all (procfs and
- * sysfs files may read as empty to it): ff_copy_rw then goes on. Pending
+ * sysfs files may read as empty to it), or out is on FUSE (the kernel
+ * would write it in 64 KiB requests): ff_copy_rw then goes on. Pending
  * signal handlers run on EINTR. */
 int ff_copy_range(int in, int out, size_t limit, size_t *copied, const struct ff_eintr *intr);
 

@@ -20,6 +20,7 @@ use lib 't/lib';
 use FFTest qw(tempdir slurp spew temps_in strace_why strace_call errno_text io_calls calls_named);
 use Reference qw(ref_file_copy);
 use FastFile qw(:all);
+use FastFS;
 
 my $MIB = 1 << 20;
 my $top = tempdir();
@@ -215,8 +216,8 @@ SKIP: {
         my @names = grep { $_ ne 'getpid' } map { $_->{name} } io_calls($r);
         ok(@names <= 10, '4 MiB: at most 10 syscalls (' . scalar(@names) . ": @names)");
         if ($info->{copy_file_range}) {
-            is("@names", 'openat newfstatat openat copy_file_range copy_file_range close rename close',
-               '4 MiB: open, fstat, the temp, copy_file_range to the end, close, rename, close');
+            is("@names", 'openat newfstatat openat fstatfs copy_file_range copy_file_range close rename close',
+               '4 MiB: open, fstat, the temp, fstatfs (not FUSE), copy_file_range to the end, close, rename, close');
             my ($first) = calls_named($r, 'copy_file_range');
             is($first && $first->{ret}, 4 * $MIB, '4 MiB: one copy_file_range moved it all');
             ok(!calls_named($r, 'read') && !calls_named($r, 'write'), '4 MiB: no read, no write');
@@ -325,6 +326,35 @@ SKIP: {
         ok($r->{ok}, 'shrunk: copied') or diag($r->{err});
         is(slurp("$d/dst"), 'x' x 100, 'shrunk: what it held');
     }
+}
+
+# ---------------------------------------------------------------- FUSE
+
+# to, from and within a FUSE filesystem (fastfs, which has no
+# copy_file_range: the kernel refuses, read and write copy): the bytes,
+# one write(2) of the whole file, so ceil(size / max_write) WRITE requests
+SKIP: {
+    my $why = FastFS::available();
+    skip "fastfs: $why", 1 if $why;
+    my $fs = FastFS->mount(max_write => 131072);
+    my $local = "$top/fuse-local";
+    mkdir $local or die;
+    my $size = 4 * $MIB + 100;
+    my $data = pattern($size);
+    spew("$local/src", $data);
+    my $want = POSIX::ceil($size / 131072);
+    for my $case ([ 'local to FUSE', "$local/src", $fs->dir . '/a' ],
+                  [ 'FUSE to FUSE', $fs->dir . '/a', $fs->dir . '/b' ],
+                  [ 'FUSE to local', $fs->dir . '/b', "$local/dst" ]) {
+        my ($label, $from, $to) = @$case;
+        $fs->reset;
+        ok(eval { file_copy($from, $to, $size); 1 }, "$label: copied") or diag($@);
+        ok(slurp($to) eq $data, "$label: the bytes");
+        is($fs->counters->{write_requests}, $to =~ /^\Q$local\E/ ? 0 : $want,
+           "$label: " . ($to =~ /^\Q$local\E/ ? 'no' : $want) . ' WRITE requests (one write(2))');
+    }
+    is_deeply([ temps_in($fs->dir, $local) ], [], 'FUSE: no temp left');
+    $fs->unmount;
 }
 
 done_testing;
