@@ -75,6 +75,10 @@ FastFile - write whole files atomically with the fewest syscalls, read them back
   file_set_contents($file, $data, { fsync => 1, preserve => 1, if_changed => 1 });
   file_set_contents_many([ $conf => $text, $fw => $rules ], { fsync => 1 });
 
+  use FastFile qw(:pve);              # PVE::File's names
+  file_copy('/usr/share/OVMF/OVMF_VARS.fd', $vars, -s $src);
+  my $pem = safe_read_from($fh, 65536, 0, $path);
+
 =head1 DESCRIPTION
 
 FastFile is a drop-in replacement, written in C, for the pure-Perl
@@ -322,6 +326,78 @@ C<readline>'s. C<$!> is left as the reference's C<readline> leaves it: 0 when
 the read reached the end of the file, C<ENOTTY> (from its C<open>) when the
 record ended before. Reads one 8 KiB block (more only for a longer line).
 Extra arguments are ignored. Exported on request.
+
+=head2 file_read_first_line
+
+  my $line = file_read_first_line($filename);
+
+L</file_read_firstline> under the name of Proxmox VE's C<PVE::File> (the
+same function: texts and warnings name C<file_read_firstline>). Exported on
+request and by C<:pve>.
+
+=head2 file_copy
+
+  file_copy($src, $dst);
+  file_copy($src, $dst, $max);
+  file_copy($src, $dst, $max, $perm);
+  my $wrote = file_copy($src, $dst, $max, \%options);
+
+What C<file_set_contents($dst, file_get_contents($src, $max), $perm)> does,
+as the reference C<file_copy> of C<PVE::File> and C<PVE::Tools>: the same
+bytes (C<$\> appended, as the reference's C<print> appends it), mode, C<$max>
+check (default 1 MiB: pass the source's size for larger files), texts
+(the reader's first, then the writer's) and atomic replace, and the
+options hash of L</file_set_contents> in place of C<$perm>. The bytes never
+pass through a perl string: the kernel moves them from the source into the
+temporary file (C<copy_file_range>), so a 4 MiB file costs C<openat>,
+C<fstat>, C<openat> of the temp, C<fstatfs>, two C<copy_file_range>, C<close>,
+C<rename>, C<close>: nine syscalls, against some 1030 for the reference's
+8 KiB reads and one write. Where the kernel refuses (C<EXDEV>, C<EINVAL>,
+C<EOPNOTSUPP>, C<ENOSYS>: another filesystem on older kernels, C</proc>,
+C</sys>, pipes) and into FUSE (where the kernel would send a C<WRITE> request
+per 64 KiB: FastFile's one C<write(2)> sends one per C<max_write>), the
+source is read and written in blocks of its whole size, up to 4 MiB. A source
+that grows past C<$max> while it is copied dies C<file 'SRC' too long -
+aborting>, the target untouched, no temp left. With C<if_changed> or
+C<utf8> the bytes are needed in memory (compared, encoded): the source is
+read into a private string first, as C<file_get_contents> reads it. Returns
+1, or 0 when C<if_changed> found the target holding the bytes already.
+C<$!> afterwards is what the reference leaves. Exported on request and by
+C<:pve>.
+
+=head2 safe_read_from
+
+  my $bytes = safe_read_from($fh);
+  my $bytes = safe_read_from($fh, $max, $oneline, $name);
+
+Reads from an open handle, as C<PVE::File>'s C<safe_read_from>: at most
+C<$max> bytes (false: 1 MiB), or dies C<file 'NAME' too long - aborting>
+(C<input too long - aborting> without C<$name>); with C<$oneline> the first
+line without its newline. A plain handle on a regular file read to its end
+(C<$oneline> false) is read with one large C<read> of the rest of the file
+(two syscalls where the reference makes one per 8 KiB), stopping where the
+reference's 8 KiB C<sysread>s stop: the handle's offset afterwards is the
+same, also when it dies C<too long>. Everything else is read exactly as the
+reference reads it, with 8 KiB C<sysread>s, because a caller can see what
+was consumed: pipes and sockets (with C<$oneline>, what the read that
+brought the newline took beyond it is gone, as in the reference), tied
+handles (C<READ>), in-memory handles, handles with a C<:utf8> layer
+(C<sysread> dies there from perl 5.30 on, and reads characters before),
+closed or write-only handles (C<sysread>'s warning and C<EBADF>). Like
+C<sysread> it reads from the file descriptor: bytes that a C<readline> left
+in the handle's PerlIO buffer are skipped. The result is tainted under
+C<-T>; C<$!> is 0 afterwards. Exported on request and by C<:pve>.
+
+=head2 :pve
+
+  use FastFile qw(:pve);
+
+Exports the helpers of Proxmox VE's C<PVE::File> under its names:
+C<file_set_contents>, C<file_get_contents>, C<file_read_first_line>,
+C<file_copy>, C<safe_read_from> (and C<file_read_last_line>, C<tempfile>,
+C<tempfile_contents>, C<create_owned_file_fh> once they are in FastFile).
+C<PVE::Tools>' names (C<file_read_firstline>) stay available by name and in
+C<:all>.
 
 =head2 atomic_writer
 
@@ -594,19 +670,34 @@ instead.
 
 =item C<can't open 'FILENAME' - $!>
 
-C<file_get_contents> could not open the file (C<ENOENT>, C<EACCES>). Check
-that it exists and is readable, or use C<file_read_firstline>, which returns
-C<undef> for a missing file.
+C<file_get_contents> (or C<file_copy>, for its source) could not open the
+file (C<ENOENT>, C<EACCES>). Check that it exists and is readable, or use
+C<file_read_firstline>, which returns C<undef> for a missing file.
 
 =item C<unable to read file 'FILENAME' - $!>
 
 A read of an open file failed (C<EIO>; C<EISDIR> for C<file_get_contents> of
 a directory). Name a readable regular file, or check the device.
 
-=item C<file 'FILENAME' too long - aborting>
+=item C<file 'FILENAME' too long - aborting>, C<input too long - aborting>
 
-C<file_get_contents> read more than C<$max> bytes (default 1 MiB, pmxcfs's
-limit). Pass a larger C<$max> if the file may be that big.
+C<file_get_contents>, C<file_copy> (its source, also one that grew while it
+was copied) or C<safe_read_from> read more than C<$max> bytes (default 1
+MiB, pmxcfs's limit); the second for C<safe_read_from> without a name.
+Nothing was written. C<$!> is 0, as the reference leaves it. Pass a larger
+C<$max> if the file may be that big.
+
+=item C<unable to read file 'NAME' - $!>, C<unable to read input - $!>
+
+C<safe_read_from>'s read failed (C<EIO>; C<EBADF> for a closed, write-only
+or in-memory handle, C<EISDIR> for a directory). Pass a handle open for
+reading.
+
+=item C<sysread() isn't allowed on :utf8 handles>
+
+C<safe_read_from> of a handle with a C<:utf8> layer (perl 5.30 and later),
+as the reference's C<sysread> dies. Read with C<binmode($fh)> first, and
+decode the bytes.
 
 =item C<file 'FILENAME' exists but open for reading failed - $!>
 
@@ -793,6 +884,30 @@ C<fdatasync>, C<O_PATH>, C<acl> and C<statx>, each 1 or 0.
 =head1 CAVEATS
 
 =over 4
+
+=item *
+
+C<file_copy> writes the temporary file while it reads the source (the
+reference reads all of it first): a source whose read fails midway
+(C<EIO>) fails the same way, but after the temp was made (and removed
+again), so with C<< mkdir => 1 >> the target's missing directories exist
+afterwards. Sources of unknown size (pipes, C</proc>) and those C<fstat>
+says are longer than C<$max> fail before anything is made. A failing source
+(other than a growing one) is reported before a bad target only when it
+fails before its first block is read.
+
+=item *
+
+C<file_copy> with a sysfs source (C<fstat> says 4096 bytes, fewer are
+there) copies what is there, as the reference does. A FIFO or a
+character device as source is read to its end, as the reference reads it.
+
+=item *
+
+C<safe_read_from> on a plain regular file reads in one go where the
+reference reads 8 KiB at a time: a file that another process appends to
+during the call may be read to a different end. Its C<EINTR>s are retried
+(the reference dies); the 8 KiB path keeps the reference's behaviour.
 
 =item *
 
