@@ -16,10 +16,10 @@ file_copy(SV *src, SV *dst = NULL, SV *max = NULL, SV *perm = NULL, ...)
 # safe_read_from (lib/FastFile.pm) with $oneline false: the content, or
 # nothing when the handle is not a plain one on a regular file
 void
-_read_regular(SV *fh, SV *max, SV *subject)
+_read_regular(SV *fh, SV *max, SV *name)
   PREINIT:
     SV *content;
   PPCODE:
-    content = read_regular(fh, max, subject);
+    content = read_regular(fh, max, name);
     if (content)
         XPUSHs(content);

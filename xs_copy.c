@@ -181,10 +181,37 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
  * also when it dies "too long". */
 #define FF_SYSREAD_BLOCK 8192
 
-SV *ffxs_read_regular(pTHX_ SV *fh, SV *max_sv, SV *subject_name)
+/* The caller's handle while safe_read_from reads its fd: signal handlers
+ * that run on EINTR may close or reopen it, and the fd number may then be
+ * another file's. */
+struct ff_handle_read {
+    struct ff_guard guard;
+    IO *io;
+    PerlIO *fp;
+    int fd;
+    SV *name;       /* the file's name, or NULL: "input" */
+};
+
+/* The ff_on_eintr callback of read_regular: perl's signal handlers, then
+ * EBADF, as the reference's next sysread fails, when they left the handle
+ * on another fd (or closed). */
+static int S_on_eintr_handle(void *ctx)
 {
-    struct ff_guard guard = { NULL, 0, FALSE, TRUE };
-    struct ff_eintr intr = { ffxs_on_eintr, &guard };
+    dTHX;
+    struct ff_handle_read *h = (struct ff_handle_read *)ctx;
+    int signalled = ffxs_on_eintr(&h->guard);
+
+    if (IoIFP(h->io) == h->fp && PerlIO_fileno(h->fp) == h->fd)
+        return signalled;
+    if (h->name)
+        croak_errno(EBADF, "unable to read file '%" SVf "' - ", SVfARG(h->name));
+    croak_errno(EBADF, "unable to read input - ");
+}
+
+SV *ffxs_read_regular(pTHX_ SV *fh, SV *max_sv, SV *name)
+{
+    struct ff_handle_read handle = { { NULL, 0, FALSE, TRUE }, NULL, NULL, -1, NULL };
+    struct ff_eintr intr = { S_on_eintr_handle, &handle };
     GV *gv = NULL;
     IO *io;
     PerlIO *fp;
@@ -212,8 +239,13 @@ SV *ffxs_read_regular(pTHX_ SV *fh, SV *max_sv, SV *subject_name)
     max = max_arg(max_sv, "safe_read_from");
     limit = (max / FF_SYSREAD_BLOCK + 1) * FF_SYSREAD_BLOCK;
     ENTER;
-    content = read_to_end(fd, st.st_size > 0 ? (size_t)st.st_size : 0, max, limit,
-                          SvOK(subject_name) ? subject_name : NULL, &intr);
+    hold_in_scope((SV *)io);    /* a handler may drop the last reference */
+    handle.io = io;
+    handle.fp = fp;
+    handle.fd = fd;
+    handle.name = SvOK(name) ? name : NULL;
+    content = read_to_end(fd, st.st_size > 0 ? (size_t)st.st_size : 0, max, limit, handle.name,
+                          &intr);
     LEAVE;
     SETERRNO(0, 0);     /* as the reference's sysread leaves it */
     return content;

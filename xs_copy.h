@@ -19,10 +19,10 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max, SV *perm);
 /* safe_read_from's read of a regular file to its end ($oneline false):
  * the content, or NULL when fh is not a plain handle on a regular file
  * (tied, closed, in-memory, :utf8, write-only, a pipe or socket): then the
- * caller reads with sysread, as the reference does. subject is "file
- * '<name>'" or "input", for the error texts. */
-SV *ffxs_read_regular(pTHX_ SV *fh, SV *max, SV *subject);
-#define read_regular(fh, max, subject) ffxs_read_regular(aTHX_ fh, max, subject)
+ * caller reads with sysread, as the reference does. name (undef: none)
+ * for the error texts: "file '<name>' ..." or "input ...". */
+SV *ffxs_read_regular(pTHX_ SV *fh, SV *max, SV *name);
+#define read_regular(fh, max, name) ffxs_read_regular(aTHX_ fh, max, name)
 
 #if defined(__GNUC__) && __GNUC__ >= 4
 #pragma GCC visibility pop

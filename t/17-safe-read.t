@@ -211,6 +211,30 @@ SKIP: {
     ok(@reads && !grep({ $_->{args} !~ /, 8192\z/ } @reads), 'oneline: the reference\'s 8 KiB reads')
         or diag(map { "$_->{line}\n" } @reads);
 
+    # EINTR: the signal handler runs, the read goes on; a handler that
+    # closes the handle, or reopens its fd number on another file, ends the
+    # read with EBADF (as the reference's next sysread would fail), never
+    # reading the other file
+    my $other = "$dir/other";
+    spew($other, 'SECRET' x 10);
+    for my $case ([ 'counts', '$hits++', undef ],
+                  [ 'closes the handle', 'close $fh', "unable to read file 'x' - Bad file descriptor\n" ],
+                  [ 'reopens its fd on another file', 'close $fh; open our $o, "<", $ARGV[1] or die',
+                    "unable to read file 'x' - Bad file descriptor\n" ]) {
+        my ($label, $handler, $err) = @$case;
+        $r = strace_call('my $v = safe_read_from($fh, 0, 0, "x"); length($v) . ($v =~ /SECRET/ ? "S" : "")',
+                         setup => 'our $hits = 0; open our $fh, "<", $ARGV[0] or die; '
+                                . "\$SIG{ALRM} = sub { $handler }",
+                         args => [ $file, $other ], trace => 1, paths => [$file],
+                         inject => ['read:error=EINTR:signal=SIGALRM:when=1']);
+        if (defined $err) {
+            is($r->{err}, $err, "EINTR, a handler that $label: EBADF");
+        } else {
+            ok($r->{ok}, "EINTR, a handler that $label: read") or diag($r->{err});
+            is($r->{ret}, $MIB, "EINTR, a handler that $label: all of it");
+        }
+    }
+
     $r = strace_call('pipe(my $r, my $w) or die; syswrite $w, "x" x 30000; close $w; length safe_read_from($r)',
                      trace => ['read']);
     @reads = calls_named($r, 'read');
