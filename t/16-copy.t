@@ -29,10 +29,11 @@ my $n = 0;
 umask 022;
 
 # bytes in which every 4-byte word differs, so a misplaced block shows
+my $PATTERN = pack 'N*', 0 .. (4 * $MIB + 100) / 4;
 sub pattern {
     my ($len) = @_;
-    my $s = join '', map { pack 'N', $_ } 0 .. int($len / 4);
-    return substr($s, 0, $len);
+    die "pattern: $len bytes is more than it holds\n" if $len > length $PATTERN;
+    return substr($PATTERN, 0, $len);
 }
 
 # The outcome of $code run in $dir (relative names, so texts compare):
