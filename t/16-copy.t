@@ -17,7 +17,7 @@ use B ();
 use Cwd qw(getcwd);
 use Errno qw(ENOENT EISDIR ENOSPC EIO ENOTTY);
 use lib 't/lib';
-use FFTest qw(tempdir slurp spew temps_in strace_why strace_call errno_text io_calls calls_named);
+use FFTest qw(tempdir slurp spew temps_in strace_why strace_call errno_text io_calls calls_named run_perl);
 use Reference qw(ref_file_copy);
 use FastFile qw(:all);
 use FastFS;
@@ -177,6 +177,27 @@ for my $sys (grep { -r } '/sys/kernel/mm/transparent_hugepage/enabled', '/sys/po
         }
         is_deeply([ temps_in($d) ], [], "$label: no temp left");
     }
+}
+
+# under -T: a tainted target name or perm is refused as the reference's
+# sysopen refuses it, a tainted source name is only read
+{
+    my $d = "$top/taint";
+    mkdir $d or die;
+    spew("$d/src", 'abc');
+    my $code = 'use FastFile "file_copy"; my ($s, $t, $p) = @ARGV; ($t) = $t =~ /(.*)/ if $p ne "dst";'
+             . ' my $perm = $p eq "perm" ? 0600 + (0 * length $ARGV[0]) : 0644;'
+             . ' eval { file_copy($s, $t, undef, $perm); 1 } ? print "ok" : print $@';
+    for my $case ([ 'tainted source name', 'src', 'ok' ],
+                  [ 'tainted target name', 'dst', qr/^Insecure dependency in file_copy while running with -T switch/ ],
+                  [ 'tainted perm', 'perm', qr/^Insecure dependency in file_copy while running with -T switch/ ]) {
+        my ($label, $what, $want) = @$case;
+        my (undef, $out) = run_perl($code, switches => ['-T'], args => [ "$d/src", "$d/dst-$what", $what ]);
+        if (ref $want) { like($out, $want, "-T, $label: refused") }
+        else           { is($out, $want, "-T, $label: copied") }
+    }
+    ok(-e "$d/dst-src" && !-e "$d/dst-dst" && !-e "$d/dst-perm", '-T: only the untainted target written');
+    is_deeply([ temps_in($d) ], [], '-T: no temp left');
 }
 
 # the caller's variables are not changed: no string form cached in a number

@@ -16,7 +16,7 @@ use Test::More;
 use Errno qw(EIO);
 use Socket qw(AF_UNIX SOCK_STREAM PF_UNSPEC);
 use lib 't/lib';
-use FFTest qw(tempdir slurp spew strace_why strace_call errno_text calls_named);
+use FFTest qw(tempdir slurp spew strace_why strace_call errno_text calls_named run_perl);
 use Reference qw(ref_safe_read_from);
 use FastFile qw(safe_read_from);
 
@@ -185,7 +185,11 @@ compare('socket past max, no name', sub { socket_with('s' x 30000) }, [ 20000, 0
 
 # the result under -T is tainted, as sysread's
 {
-    my $out = `$^X -T -Mblib -MFastFile=safe_read_from -MScalar::Util=tainted -e 'open my \$fh, "<", "/etc/hostname" or die; print tainted(safe_read_from(\$fh)) ? 1 : 0' 2>&1`;
+    my $file = "$dir/taint";
+    spew($file, 'abc');
+    my (undef, $out) = run_perl('use FastFile "safe_read_from"; use Scalar::Util "tainted"; '
+                                . 'open my $fh, "<", $ARGV[0] or die; print tainted(safe_read_from($fh)) ? 1 : 0',
+                                switches => ['-T'], args => [$file]);
     is($out, '1', 'taint mode: the result is tainted, as sysread\'s');
 }
 
