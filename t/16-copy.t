@@ -309,23 +309,32 @@ SKIP: {
         }
     }
 
-    # the source grows past $max while it is copied (between fstat and the
-    # copy): too long, as the reference, nothing written
-    {
-        spew("$d/grow", 'x' x 1000);
+    # file_copy of $src (holding $before) with $max, whose first copy or
+    # read is held back a second while a child runs $change 0.3 s in
+    my $changed_mid_copy = sub {
+        my ($src, $before, $max, $change) = @_;
+        spew($src, $before);
         spew("$d/dst", 'old');
         my $pid = fork // die;
         if (!$pid) {
             select undef, undef, undef, 0.3;
-            open my $fh, '>>', "$d/grow" or POSIX::_exit(1);
-            syswrite $fh, 'y' x 5000;
+            $change->();
             POSIX::_exit(0);
         }
-        my $r = strace_call('file_copy($ARGV[0], $ARGV[1], 4000)', args => [ "$d/grow", "$d/dst" ],
+        my $r = strace_call('file_copy($ARGV[0], $ARGV[1], $ARGV[2])', args => [ $src, "$d/dst", $max ],
                             target => "$d/dst", trace => 1,
                             inject => [ 'copy_file_range:delay_enter=1000000', 'read:delay_enter=1000000' ],
-                            paths => [ "$d/grow" ]);
+                            paths => [$src]);
         waitpid $pid, 0;
+        return $r;
+    };
+    # the source grows past $max while it is copied (after fstat): too
+    # long, as the reference, nothing written
+    {
+        my $r = $changed_mid_copy->("$d/grow", 'x' x 1000, 4000, sub {
+            open my $fh, '>>', "$d/grow" or POSIX::_exit(1);
+            syswrite $fh, 'y' x 5000;
+        });
         is($r->{err}, "file '$d/grow' too long - aborting\n", 'grown past max: too long');
         is($r->{errno}, 0, 'grown past max: $! is 0, as the reference leaves it');
         is(slurp("$d/dst"), 'old', 'grown past max: target untouched');
@@ -333,18 +342,7 @@ SKIP: {
     }
     # ... or shrinks: what it holds when it is read
     {
-        spew("$d/shrink", 'x' x 5000);
-        my $pid = fork // die;
-        if (!$pid) {
-            select undef, undef, undef, 0.3;
-            truncate "$d/shrink", 100;
-            POSIX::_exit(0);
-        }
-        my $r = strace_call('file_copy($ARGV[0], $ARGV[1])', args => [ "$d/shrink", "$d/dst" ],
-                            target => "$d/dst", trace => 1,
-                            inject => [ 'copy_file_range:delay_enter=1000000', 'read:delay_enter=1000000' ],
-                            paths => [ "$d/shrink" ]);
-        waitpid $pid, 0;
+        my $r = $changed_mid_copy->("$d/shrink", 'x' x 5000, 0, sub { truncate "$d/shrink", 100 });
         ok($r->{ok}, 'shrunk: copied') or diag($r->{err});
         is(slurp("$d/dst"), 'x' x 100, 'shrunk: what it held');
     }
