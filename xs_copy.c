@@ -88,10 +88,10 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
     /* the reader's part first, as the reference reads the whole source
      * before it writes: its errors come first */
     src_path = path_arg(src, NULL);
-    max = max_arg(max_sv, "file_get_contents");
+    max = max_arg(max_sv, op);
     limit = max + 1;
     close_read_at_leave(&in);
-    err = safe_path(src_path, "file_get_contents")
+    err = safe_path(src_path, op)
               ? ff_open_read(SvPVX(src_path), &in, &intr) : ENOENT;
     if (err)
         croak_errno(err, "can't open '%" SVf "' - ", SVfARG(src_path));
