@@ -24,10 +24,11 @@ my $MIB = 1 << 20;
 my $dir = tempdir();
 my $n = 0;
 
+my $PATTERN = pack 'N*', 0 .. 3 * $MIB / 4;
 sub pattern {
     my ($len) = @_;
-    my $s = join '', map { pack 'N', $_ } 0 .. int($len / 4);
-    return substr($s, 0, $len);
+    die "pattern: $len bytes is more than it holds\n" if $len > length $PATTERN;
+    return substr($PATTERN, 0, $len);
 }
 
 # The outcome of reading the handle $open->() gives with $reader: result or
