@@ -76,7 +76,7 @@ FastFile - write whole files atomically with the fewest syscalls, read them back
   file_set_contents_many([ $conf => $text, $fw => $rules ], { fsync => 1 });
 
   use FastFile qw(:pve);              # PVE::File's names
-  file_copy('/usr/share/OVMF/OVMF_VARS.fd', $vars, -s $src);
+  file_copy($ovmf_vars, $vm_vars, -s $ovmf_vars);   # its size as $max
   my $pem = safe_read_from($fh, 65536, 0, $path);
 
 =head1 DESCRIPTION
