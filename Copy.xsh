@@ -13,13 +13,16 @@ file_copy(SV *src, SV *dst = NULL, SV *max = NULL, SV *perm = NULL, ...)
     wrote = file_copy(src, dst, max, perm);
     mXPUSHi(wrote);
 
-# safe_read_from (lib/FastFile.pm) with $oneline false: the content, or
-# nothing when the handle is not a plain one on a regular file
+# safe_read_from (lib/FastFile.pm) with $oneline false: (what was read,
+# whether it is all), or nothing when the handle is not a plain one
 void
 _read_regular(SV *fh, SV *max, SV *name)
   PREINIT:
     SV *content;
+    bool done = FALSE;
   PPCODE:
-    content = read_regular(fh, max, name);
-    if (content)
+    content = read_regular(fh, max, name, &done);
+    if (content) {
         XPUSHs(content);
+        mXPUSHi(done);
+    }

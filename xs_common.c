@@ -233,13 +233,25 @@ void ffxs_croak_too_long(pTHX_ SV *name)
 SV *ffxs_read_to_end(pTHX_ int fd, size_t size, size_t max, size_t read_limit, SV *name,
                      const struct ff_eintr *intr)
 {
-    /* one read of the whole file plus a byte that would show it grew */
-    size_t cap = size ? size + 1 : FF_GROW_START, total = 0, got;
-    SV *content;
+    /* the buffer read_on asks for, at once (read_limit > max >= 0) */
+    size_t cap = size ? size + 1 : FF_GROW_START;
 
     if (cap > read_limit)
         cap = read_limit;
-    content = sv_2mortal(newSV(cap));
+    return ffxs_read_on(aTHX_ sv_2mortal(newSV(cap)), fd, size, max, read_limit, name, intr);
+}
+
+SV *ffxs_read_on(pTHX_ SV *content, int fd, size_t size, size_t max, size_t read_limit, SV *name,
+                 const struct ff_eintr *intr)
+{
+    /* one read of the whole file plus a byte that would show it grew */
+    size_t total = SvCUR(content), cap = size ? size + 1 : FF_GROW_START, got;
+
+    if (cap < total + 1)
+        cap = total + 1;
+    if (cap > read_limit)
+        cap = read_limit;
+    SvGROW(content, cap + 1);
     for (;;) {
         int err = ff_read_full(fd, SvPVX(content) + total, cap - total, &got, intr);
 

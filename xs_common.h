@@ -170,6 +170,12 @@ SV *ffxs_read_to_end(pTHX_ int fd, size_t size, size_t max, size_t read_limit, S
                      const struct ff_eintr *intr);
 #define read_to_end(fd, size, max, read_limit, name, intr) \
     ffxs_read_to_end(aTHX_ fd, size, max, read_limit, name, intr)
+/* The same, appending to content (a string that holds what was read
+ * before, counted in the total), and returning it. */
+SV *ffxs_read_on(pTHX_ SV *content, int fd, size_t size, size_t max, size_t read_limit, SV *name,
+                 const struct ff_eintr *intr);
+#define read_on(content, fd, size, max, read_limit, name, intr) \
+    ffxs_read_on(aTHX_ content, fd, size, max, read_limit, name, intr)
 
 /* Close *fd (an fd that is only read; -1: none) when the current scope is
  * left, by return or croak. */

@@ -208,7 +208,7 @@ static int S_on_eintr_handle(void *ctx)
     croak_errno(EBADF, "unable to read input - ");
 }
 
-SV *ffxs_read_regular(pTHX_ SV *fh, SV *max_sv, SV *name)
+SV *ffxs_read_regular(pTHX_ SV *fh, SV *max_sv, SV *name, bool *done)
 {
     struct ff_handle_read handle = { { NULL, 0, FALSE, TRUE }, NULL, NULL, -1, NULL };
     struct ff_eintr intr = { S_on_eintr_handle, &handle };
@@ -216,8 +216,8 @@ SV *ffxs_read_regular(pTHX_ SV *fh, SV *max_sv, SV *name)
     IO *io;
     PerlIO *fp;
     Stat_t st;
-    size_t max, limit;
-    int fd;
+    size_t max, limit, got;
+    int fd, err;
     SV *content;
 
     /* only what sysread reads straight from an fd: a glob or a reference
@@ -233,7 +233,7 @@ SV *ffxs_read_regular(pTHX_ SV *fh, SV *max_sv, SV *name)
     if ((IoTYPE(io) != IoTYPE_RDONLY && IoTYPE(io) != IoTYPE_RDWR) || PerlIO_isutf8(fp))
         return NULL;
     fd = PerlIO_fileno(fp);
-    if (fd < 0 || PerlLIO_fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+    if (fd < 0)
         return NULL;
 
     max = max_arg(max_sv, "safe_read_from");
@@ -244,8 +244,28 @@ SV *ffxs_read_regular(pTHX_ SV *fh, SV *max_sv, SV *name)
     handle.fp = fp;
     handle.fd = fd;
     handle.name = SvOK(name) ? name : NULL;
-    content = read_to_end(fd, st.st_size > 0 ? (size_t)st.st_size : 0, max, limit, handle.name,
-                          &intr);
+    /* the reference's first sysread, as it makes it: a short file needs
+     * nothing more (the caller's sysread finds its end, as the
+     * reference's), a handle that is no regular file goes on with the
+     * caller's 8 KiB sysreads */
+    content = sv_2mortal(newSV(FF_SYSREAD_BLOCK));
+    err = ff_read_some(fd, SvPVX(content), FF_SYSREAD_BLOCK, &got, &intr);
+    if (err)
+        croak_errno(err, "unable to read %s%" SVf "%s - ", handle.name ? "file '" : "input",
+                    SVfARG(handle.name ? handle.name : &PL_sv_no), handle.name ? "'" : "");
+    if (got > max)
+        croak_too_long(handle.name);
+    SvCUR_set(content, got);
+    *done = got == 0;
+    if (got == FF_SYSREAD_BLOCK && PerlLIO_fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        content = read_on(content, fd, st.st_size > 0 ? (size_t)st.st_size : 0, max, limit,
+                          handle.name, &intr);
+        *done = TRUE;
+    }
+    *SvEND(content) = '\0';
+    SvPOK_only(content);
+    if (TAINTING_get)
+        SvTAINTED_on(content);
     LEAVE;
     SETERRNO(0, 0);     /* as the reference's sysread leaves it */
     return content;

@@ -16,13 +16,16 @@
 int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max, SV *perm);
 #define file_copy(src, dst, max, perm) ffxs_file_copy(aTHX_ src, dst, max, perm)
 
-/* safe_read_from's read of a regular file to its end ($oneline false):
- * the content, or NULL when fh is not a plain handle on a regular file
- * (tied, closed, in-memory, :utf8, write-only, a pipe or socket): then the
- * caller reads with sysread, as the reference does. name (undef: none)
- * for the error texts: "file '<name>' ..." or "input ...". */
-SV *ffxs_read_regular(pTHX_ SV *fh, SV *max, SV *name);
-#define read_regular(fh, max, name) ffxs_read_regular(aTHX_ fh, max, name)
+/* safe_read_from ($oneline false) on a plain handle (a glob on an fd,
+ * not tied, no :utf8, open for reading): the reference's first 8 KiB
+ * read, and when it was full and the handle is on a regular file, the rest
+ * to its end with large reads. Returns what was read, *done when that is
+ * all (the end was seen); not done, the caller goes on with sysread. NULL
+ * for any other handle (tied, closed, in-memory, :utf8, write-only, a
+ * socket): the caller reads with sysread, as the reference does. name
+ * (undef: none) for the error texts: "file '<name>' ..." or "input ...". */
+SV *ffxs_read_regular(pTHX_ SV *fh, SV *max, SV *name, bool *done);
+#define read_regular(fh, max, name, done) ffxs_read_regular(aTHX_ fh, max, name, done)
 
 #if defined(__GNUC__) && __GNUC__ >= 4
 #pragma GCC visibility pop

@@ -27,20 +27,22 @@ XSLoader::load('FastFile', $VERSION);
 *file_read_first_line = \&file_read_firstline;
 
 # safe_read_from($fh, $max, $oneline, $name): a regular file read to its
-# end is read in C with large reads (it ends where the reference's 8 KiB
-# sysreads end, at the end of the file or at the block that passes $max);
-# any other handle, and $oneline, with the reference's own sysreads, since
-# a caller can see what they consumed (a pipe's rest, a socket's).
+# end is read in C, the reference's first 8 KiB read then large reads (it
+# ends where the reference's 8 KiB sysreads end, at the end of the file or
+# at the block that passes $max); any other handle, and $oneline, with the
+# reference's own sysreads, since a caller can see what they consumed (a
+# pipe's rest, a socket's).
 sub safe_read_from {
     my ($fh, $max, $oneline, $name) = @_;
+    my ($input, $total, $count) = ('', 0);
 
     if (!$oneline) {
-        my ($content) = _read_regular($fh, $max, $name);
-        return $content if defined $content;
+        my ($read, $done) = _read_regular($fh, $max, $name);
+        return $read if $done;
+        ($input, $total) = ($read, length $read) if defined $read;
     }
     $max ||= 1024 * 1024;
     my $subject = defined $name ? "file '$name'" : 'input';
-    my ($input, $total, $count) = ('', 0);
     while ($count = sysread($fh, $input, 8192, $total)) {
         $total += $count;
         die "$subject too long - aborting\n" if $total > $max;
@@ -373,11 +375,13 @@ C<:pve>.
 Reads from an open handle, as C<PVE::File>'s C<safe_read_from>: at most
 C<$max> bytes (false: 1 MiB), or dies C<file 'NAME' too long - aborting>
 (C<input too long - aborting> without C<$name>); with C<$oneline> the first
-line without its newline. A plain handle on a regular file read to its end
-(C<$oneline> false) is read with one large C<read> of the rest of the file
-(two syscalls where the reference makes one per 8 KiB), stopping where the
-reference's 8 KiB C<sysread>s stop: the handle's offset afterwards is the
-same, also when it dies C<too long>. Everything else is read exactly as the
+line without its newline. A plain handle (C<$oneline> false) gets the
+reference's first 8 KiB C<read>; when that is full and the handle is on a
+regular file, one C<fstat> and one large C<read> of the rest follow (a 1 MiB
+file: four syscalls where the reference makes 129; a file under 8 KiB: the
+reference's two reads), stopping where the reference's 8 KiB C<sysread>s
+stop: the handle's offset afterwards is the same, also when it dies C<too
+long>. Everything else is read exactly as the
 reference reads it, with 8 KiB C<sysread>s, because a caller can see what
 was consumed: pipes and sockets (with C<$oneline>, what the read that
 brought the newline took beyond it is gone, as in the reference), tied
