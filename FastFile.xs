@@ -1,7 +1,8 @@
 /* FastFile.xs - the XSUBs, and the glue of file_set_contents and the two
  * readers: arguments read the way perl reads them, errors in perl's words.
  * The streaming writer is in xs_writer.c (XSUBs in Writer.xsh),
- * file_set_contents_many in xs_batch.c (XSUB in Batch.xsh), the perl
+ * file_set_contents_many in xs_batch.c (XSUB in Batch.xsh), file_copy in
+ * xs_copy.c (XSUB in Copy.xsh), the perl
  * helpers they all share in xs_common.c; the syscalls, without perl, in
  * ff_io.c and ff_batch.c. */
 #define PERL_NO_GET_CONTEXT
@@ -14,6 +15,7 @@
 #include "xs_writer.h"
 #include "xs_batch.h"
 #include "xs_helpers.h"
+#include "xs_copy.h"
 
 /* The data's snapshot when it is a plain byte string, without a new SV:
  * its buffer shared by copy-on-write as snapshot() shares it (the same
@@ -140,30 +142,8 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
     path = path_arg(filename, op);
     Zero(&opt, 1, struct ff_options);
     opt.perm = (mode_t)perm_iv;
-    /* only a plain hash is options: an object numifies, as in the reference */
-    if (perm && SvROK(perm) && SvTYPE(SvRV(perm)) == SVt_PVHV && !SvOBJECT(SvRV(perm))) {
-        if (force ? SvOK(force) : force_ok)
-            croak("force_utf8 argument given with an options hash: use its 'utf8' key\n");
-        parse_options((HV *)SvRV(perm), &opt, &force_utf8, NULL, op);
-    } else {
-        if (perm && SvOK(perm)) {
-            /* The reference's sysopen refuses a tainted perm: the value
-             * counts, not only the scalar, so an object whose overloaded
-             * number is tainted is refused too. Its 0+ or "" runs inside
-             * number_arg and marks PL_tainted as any read of a tainted
-             * value does: judged after it, from a clean flag, which is
-             * put back afterwards (tainted data may have set it). */
-            bool was_tainted = TAINT_get;
-
-            TAINT_NOT;
-            if (SvTAINTED(perm))
-                TAINT;
-            opt.perm = (mode_t)(SvIOK(perm) ? SvIVX(perm) : I_V(number_arg(perm, op)));
-            taint_proper(NULL, op);
-            TAINT_set(was_tainted);
-        }
-        force_utf8 = force ? SvTRUE_nomg(force) : force_true;
-    }
+    force_utf8 = force_true;
+    write_args(perm, force, force_ok, &opt, &force_utf8, op);
     if (share.pv) {
         /* a byte string: written as it is, or as UTF-8 (Latin-1) with
          * force_utf8, as payload() does */
@@ -209,27 +189,13 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
 #define file_set_contents(filename, data, perm, force) \
     S_file_set_contents(aTHX_ filename, data, perm, force)
 
-/* Savestack destructor for an fd that is only read. */
-static void S_close_read_fd(pTHX_ void *fdp)
-{
-    int *fd = (int *)fdp;
-
-    PERL_UNUSED_CONTEXT;
-    if (*fd >= 0) {
-        ff_close_read(*fd);
-        *fd = -1;
-    }
-}
-
-#define FF_DEFAULT_MAX (1024 * 1024)      /* the pmxcfs file size limit */
-#define FF_GROW_START (64 * 1024)         /* for files whose size fstat can't tell */
 #define FF_LINE_BLOCK 8192
 
 static SV *S_file_get_contents(pTHX_ SV *filename, SV *max_arg)
 {
     const char *op = "file_get_contents";
     SV *path, *content;
-    size_t max = FF_DEFAULT_MAX, size, cap, total = 0, got;
+    size_t max, size;
     /* a child forked by a handler may not read on from the shared offset */
     struct ff_guard guard = { NULL, 0, FALSE, TRUE };
     struct ff_eintr intr = { ffxs_on_eintr, &guard };
@@ -248,16 +214,9 @@ static SV *S_file_get_contents(pTHX_ SV *filename, SV *max_arg)
         max_arg = snapshot(max_arg);
     }
     path = path_arg(filename, NULL);
-    if (max_arg && SvTRUE_nomg(max_arg)) {      /* a false max means the default */
-        /* compared as a number, like the reference's "$total > $max": a
-         * huge max or one that is no number (NaN) means no limit (capped
-         * so that max + 1 cannot wrap) */
-        NV nv = number_arg(max_arg, op);
-        max = Perl_isnan(nv) || nv >= (NV)SSize_t_MAX ? (size_t)SSize_t_MAX
-              : !(nv > 0) ? 0 : (size_t)nv;
-    }
+    max = max_arg(max_arg, op);
 
-    SAVEDESTRUCTOR_X(S_close_read_fd, &fd);
+    close_read_at_leave(&fd);
     err = safe_path(path, op)
               ? ff_open_read(SvPVX(path), &fd, &intr) : ENOENT;   /* as open: whatever a
                                                                     * warning handler did */
@@ -269,28 +228,7 @@ static SV *S_file_get_contents(pTHX_ SV *filename, SV *max_arg)
     if (err)
         croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(path));
 
-    /* one read of the whole file plus a byte that would show it grew */
-    cap = size ? size + 1 : FF_GROW_START;
-    if (cap > max + 1)
-        cap = max + 1;
-    content = sv_2mortal(newSV(cap));
-    for (;;) {
-        err = ff_read_full(fd, SvPVX(content) + total, cap - total, &got, &intr);
-        if (err)
-            croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(path));
-        total += got;
-        if (total > max)
-            croak("file '%" SVf "' too long - aborting\n", SVfARG(path));
-        if (total < cap)
-            break;                              /* end of file */
-        cap = cap > max / 2 ? max + 1 : cap * 2;
-        SvGROW(content, cap + 1);
-    }
-    SvCUR_set(content, total);
-    *SvEND(content) = '\0';
-    SvPOK_only(content);
-    if (TAINTING_get)
-        SvTAINTED_on(content);
+    content = read_to_end(fd, size, max, max + 1, path, &intr);
     LEAVE;
     SETERRNO(0, 0);             /* as the reference's last sysread leaves it */
     return content;
@@ -458,7 +396,7 @@ static SV *S_file_read_firstline(pTHX_ SV *filename)
     }
     path = path_arg(filename, NULL);
 
-    SAVEDESTRUCTOR_X(S_close_read_fd, &fd);
+    close_read_at_leave(&fd);
     err = safe_path(path, op)
               ? ff_open_read(SvPVX(path), &fd, &intr) : ENOENT;   /* as open: whatever a
                                                                     * warning handler did */
@@ -548,6 +486,7 @@ _build_info()
     (void)hv_stores(info, "acl", newSViv(!!(features & FF_FEATURE_ACL)));
     (void)hv_stores(info, "statx", newSViv(!!(features & FF_FEATURE_STATX)));
     (void)hv_stores(info, "pid_cache", newSViv(ffxs_pid_cached(aTHX)));
+    (void)hv_stores(info, "copy_file_range", newSViv(!!(features & FF_FEATURE_COPY_FILE_RANGE)));
     mXPUSHs(newRV_noinc((SV *)info));
 
 INCLUDE: Writer.xsh
@@ -557,3 +496,5 @@ INCLUDE: Batch.xsh
 INCLUDE: Tail.xsh
 
 INCLUDE: Tempfile.xsh
+
+INCLUDE: Copy.xsh

@@ -20,6 +20,11 @@
  *                                  is there, else fsync (more, never less)
  *   ff_acl_read/write/remove       preserve's ACL (an xattr); fallback:
  *                                  ENOTSUP (the mode alone is kept)
+ *   ff_copy_file_range(in, out, len) copy_file_range between the fds'
+ *                                  offsets: the kernel moves the bytes;
+ *                                  fallback: -1 with ENOSYS (the caller
+ *                                  reads and writes)
+ *   ff_on_fuse(fd)                 fd is on FUSE (fstatfs); fallback: 0
  *   FF_O_PATH                      O_PATH (an fd only for *at calls and
  *                                  fstat: fsync on it is EBADF); fallback:
  *                                  O_RDONLY, which needs read permission on
@@ -137,6 +142,43 @@ static inline ssize_t ff_getrandom(void *buf, size_t len)
 #define FF_O_PATH O_RDONLY
 #endif
 
+/* copy_file_range (Linux 4.5): glibc declares it from 2.27 on, other Linux
+ * libcs (musl) reach it by its syscall number. FF_NO_COPY_FILE_RANGE builds
+ * as on a libc without it. */
+#if FF_LINUX && FF_GLIBC_AT_LEAST(2, 27) && !defined(FF_NO_COPY_FILE_RANGE)
+#define FF_HAVE_COPY_FILE_RANGE 1
+#define ff_copy_file_range(in, out, len) copy_file_range(in, NULL, out, NULL, len, 0)
+#elif FF_LINUX && defined(SYS_copy_file_range) && !defined(FF_NO_COPY_FILE_RANGE)
+#define FF_HAVE_COPY_FILE_RANGE 1
+#define ff_copy_file_range(in, out, len) \
+    ((ssize_t)syscall(SYS_copy_file_range, in, (void *)NULL, out, (void *)NULL, len, 0u))
+#else
+#define FF_HAVE_COPY_FILE_RANGE 0
+static inline ssize_t ff_copy_file_range(int in, int out, size_t len)
+{
+    (void)in;
+    (void)out;
+    (void)len;
+    errno = ENOSYS;
+    return -1;
+}
+#endif
+
+/* 1 when fd is on a FUSE filesystem (fstatfs's f_type), 0 when not or
+ * when it cannot tell; copy_file_range's only user asks. */
+#if FF_HAVE_COPY_FILE_RANGE
+#include <sys/vfs.h>
+#define FF_FUSE_SUPER_MAGIC 0x65735546     /* linux/magic.h */
+static inline int ff_on_fuse(int fd)
+{
+    struct statfs sf;
+
+    return fstatfs(fd, &sf) == 0 && sf.f_type == FF_FUSE_SUPER_MAGIC;
+}
+#else
+#define ff_on_fuse(fd) ((void)(fd), 0)
+#endif
+
 /* The lstat file type (S_IFMT bits) of name in dirfd. Linux: statx with
  * AT_STATX_DONT_SYNC, which answers from the kernel's cache where it has
  * the entry: a FUSE or NFS server is asked nothing (fstatat sends a
@@ -209,6 +251,7 @@ static inline ssize_t ff_acl_read(const char *path, void *buf, size_t size)
      | (FF_HAVE_FDATASYNC ? FF_FEATURE_FDATASYNC : 0)               \
      | (FF_HAVE_O_PATH ? FF_FEATURE_O_PATH : 0)                     \
      | (FF_HAVE_ACL ? FF_FEATURE_ACL : 0)                           \
-     | (FF_HAVE_STATX ? FF_FEATURE_STATX : 0))
+     | (FF_HAVE_STATX ? FF_FEATURE_STATX : 0)                       \
+     | (FF_HAVE_COPY_FILE_RANGE ? FF_FEATURE_COPY_FILE_RANGE : 0))
 
 #endif

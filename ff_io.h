@@ -320,6 +320,7 @@ int ff_temp_random_name(char *temp, size_t target_len, size_t base_len, int *fit
 #define FF_FEATURE_O_PATH          (1u << 5)
 #define FF_FEATURE_ACL             (1u << 6)
 #define FF_FEATURE_STATX           (1u << 7)
+#define FF_FEATURE_COPY_FILE_RANGE (1u << 8)
 unsigned ff_features(void);
 
 #if defined(__GNUC__) && __GNUC__ >= 4

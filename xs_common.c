@@ -184,6 +184,132 @@ void ffxs_croak_unless_safe(pTHX_ SV *path, const char *op, IV pid)
         croak_errno(ENOENT, "unable to open file '%" SVf ".tmp.%" IVdf "' - ", SVfARG(path), pid);
 }
 
+void ffxs_write_args(pTHX_ SV *perm, SV *force, bool force_ok, struct ff_options *opt,
+                     bool *force_utf8, const char *op)
+{
+    /* only a plain hash is options: an object numifies, as in the reference */
+    if (perm && SvROK(perm) && SvTYPE(SvRV(perm)) == SVt_PVHV && !SvOBJECT(SvRV(perm))) {
+        if (force ? SvOK(force) : force_ok)
+            croak("force_utf8 argument given with an options hash: use its 'utf8' key\n");
+        parse_options((HV *)SvRV(perm), opt, force_utf8, NULL, op);
+        return;
+    }
+    if (perm && SvOK(perm)) {
+        /* The reference's sysopen refuses a tainted perm: the value
+         * counts, not only the scalar, so an object whose overloaded
+         * number is tainted is refused too. Its 0+ or "" runs inside
+         * number_arg and marks PL_tainted as any read of a tainted
+         * value does: judged after it, from a clean flag, which is
+         * put back afterwards (tainted data may have set it). */
+        bool was_tainted = TAINT_get;
+
+        TAINT_NOT;
+        if (SvTAINTED(perm))
+            TAINT;
+        opt->perm = (mode_t)(SvIOK(perm) ? SvIVX(perm) : I_V(number_arg(perm, op)));
+        taint_proper(NULL, op);
+        TAINT_set(was_tainted);
+    }
+    if (force)
+        *force_utf8 = SvTRUE_nomg(force);
+}
+
+size_t ffxs_max_arg(pTHX_ SV *max, const char *op)
+{
+    NV nv;
+
+    if (!max || !SvTRUE_nomg(max))
+        return FF_DEFAULT_MAX;
+    nv = number_arg(max, op);
+    return Perl_isnan(nv) || nv >= (NV)SSize_t_MAX ? (size_t)SSize_t_MAX
+           : !(nv > 0) ? 0 : (size_t)nv;
+}
+
+/* "file '<name>'", or "input" for a NULL name: what the reference's
+ * messages say they read */
+static SV *S_subject(pTHX_ SV *name)
+{
+    SV *subject;
+
+    if (!name)
+        return sv_2mortal(newSVpvs("input"));
+    subject = sv_2mortal(newSVpvs("file '"));
+    sv_catsv(subject, name);
+    sv_catpvs(subject, "'");
+    return subject;
+}
+
+void ffxs_croak_too_long(pTHX_ SV *name)
+{
+    SV *msg = S_subject(aTHX_ name);
+
+    sv_catpvs(msg, " too long - aborting\n");
+    SETERRNO(0, 0);
+    croak_sv(msg);
+}
+
+#define FF_GROW_START (64 * 1024)       /* for files whose size fstat can't tell */
+
+SV *ffxs_read_to_end(pTHX_ int fd, size_t size, size_t max, size_t read_limit, SV *name,
+                     const struct ff_eintr *intr)
+{
+    /* the buffer read_on asks for, at once (read_limit > max >= 0) */
+    size_t cap = size ? size + 1 : FF_GROW_START;
+
+    if (cap > read_limit)
+        cap = read_limit;
+    return ffxs_read_on(aTHX_ sv_2mortal(newSV(cap)), fd, size, max, read_limit, name, intr);
+}
+
+SV *ffxs_read_on(pTHX_ SV *content, int fd, size_t size, size_t max, size_t read_limit, SV *name,
+                 const struct ff_eintr *intr)
+{
+    /* one read of the whole file plus a byte that would show it grew */
+    size_t total = SvCUR(content), cap = size ? size + 1 : FF_GROW_START, got;
+
+    if (cap < total + 1)
+        cap = total + 1;
+    if (cap > read_limit)
+        cap = read_limit;
+    SvGROW(content, cap + 1);
+    for (;;) {
+        int err = ff_read_full(fd, SvPVX(content) + total, cap - total, &got, intr);
+
+        if (err)
+            croak_errno(err, "unable to read %" SVf " - ", SVfARG(S_subject(aTHX_ name)));
+        total += got;
+        if (total > max)
+            croak_too_long(name);
+        if (total < cap || total == read_limit)
+            break;                              /* end of file */
+        cap = cap > read_limit / 2 ? read_limit : cap * 2;
+        SvGROW(content, cap + 1);
+    }
+    SvCUR_set(content, total);
+    *SvEND(content) = '\0';
+    SvPOK_only(content);
+    if (TAINTING_get)
+        SvTAINTED_on(content);
+    return content;
+}
+
+/* Savestack destructor of close_read_at_leave. */
+static void S_close_read_fd(pTHX_ void *fdp)
+{
+    int *fd = (int *)fdp;
+
+    PERL_UNUSED_CONTEXT;
+    if (*fd >= 0) {
+        ff_close_read(*fd);
+        *fd = -1;
+    }
+}
+
+void ffxs_close_read_at_leave(pTHX_ int *fd)
+{
+    SAVEDESTRUCTOR_X(S_close_read_fd, fd);
+}
+
 const char *ffxs_payload(pTHX_ SV *data, bool force_utf8, STRLEN *len, const char *op)
 {
     const char *pv;

@@ -158,6 +158,53 @@ void ffxs_parse_options(pTHX_ HV *hv, struct ff_options *opt, bool *force_utf8,
 #define parse_options(hv, opt, force_utf8, buffer_size, op) \
     ffxs_parse_options(aTHX_ hv, opt, force_utf8, buffer_size, op)
 
+/* The write's third argument (file_set_contents' $perm, file_copy's) and
+ * its $force_utf8, snapshots, or NULL where the caller took a plain value
+ * at once: *opt (zeroed, its perm 0644 or that plain integer) and
+ * *force_utf8 (a plain force_utf8's truth; force_ok: it was defined) come
+ * set. An unblessed HASH reference is the options (parse_options;
+ * force_utf8 then refused), else a mode numified as perl does (undef: the
+ * default; tainted: dies under -T as the reference's sysopen does). */
+void ffxs_write_args(pTHX_ SV *perm, SV *force, bool force_ok, struct ff_options *opt,
+                     bool *force_utf8, const char *op);
+#define write_args(perm, force, force_ok, opt, force_utf8, op) \
+    ffxs_write_args(aTHX_ perm, force, force_ok, opt, force_utf8, op)
+
+/* The readers' $max (a snapshot, or NULL): false means 1 MiB (the pmxcfs
+ * file size limit); compared as a number, as the reference's
+ * "$total > $max": one that is no number (NaN) or huge means no limit
+ * (capped so that max + 1 cannot wrap). */
+#define FF_DEFAULT_MAX ((size_t)1024 * 1024)
+size_t ffxs_max_arg(pTHX_ SV *max, const char *op);
+#define max_arg(max, op) ffxs_max_arg(aTHX_ max, op)
+
+/* Croak "file '<name>' too long - aborting" ("input too long - aborting"
+ * for a NULL name), with $! 0, as the reference leaves it (its last
+ * sysread succeeded, and perl's sysread clears $!). */
+void ffxs_croak_too_long(pTHX_ SV *name) __attribute__noreturn__;
+#define croak_too_long(name) ffxs_croak_too_long(aTHX_ name)
+
+/* The rest of fd as a new mortal byte string (tainted under -T): one read
+ * of size + 1 bytes (size: fstat's hint, 0 when unknown), growing for a
+ * file longer than that, never reading past read_limit bytes (> max).
+ * Croaks "unable to read file '<name>' - $!" ("unable to read input - ")
+ * on a read error, croak_too_long once more than max bytes are read. */
+SV *ffxs_read_to_end(pTHX_ int fd, size_t size, size_t max, size_t read_limit, SV *name,
+                     const struct ff_eintr *intr);
+#define read_to_end(fd, size, max, read_limit, name, intr) \
+    ffxs_read_to_end(aTHX_ fd, size, max, read_limit, name, intr)
+/* The same, appending to content (a string that holds what was read
+ * before, counted in the total), and returning it. */
+SV *ffxs_read_on(pTHX_ SV *content, int fd, size_t size, size_t max, size_t read_limit, SV *name,
+                 const struct ff_eintr *intr);
+#define read_on(content, fd, size, max, read_limit, name, intr) \
+    ffxs_read_on(aTHX_ content, fd, size, max, read_limit, name, intr)
+
+/* Close *fd (an fd that is only read; -1: none) when the current scope is
+ * left, by return or croak. */
+void ffxs_close_read_at_leave(pTHX_ int *fd);
+#define close_read_at_leave(fd) ffxs_close_read_at_leave(aTHX_ fd)
+
 /* The bytes file_set_contents writes for data, a snapshot (or NULL when
  * no data was given): the table in the contract. Returns a pointer into
  * data's own buffer unless new bytes are needed; a converted copy is freed

@@ -8,13 +8,49 @@ our $VERSION = '0.03';
 use Exporter 5.57 'import';
 our @EXPORT      = qw(file_set_contents);
 our @EXPORT_OK   = qw(file_set_contents file_set_contents_many file_get_contents
-                      file_read_firstline atomic_writer);
-# PVE::File's helpers (issue 27b)
-push @EXPORT_OK, qw(file_read_last_line tempfile tempfile_contents create_owned_file_fh);
-our %EXPORT_TAGS = (all => \@EXPORT_OK);
+                      file_read_firstline atomic_writer
+                      file_read_first_line file_copy safe_read_from
+                      file_read_last_line tempfile tempfile_contents create_owned_file_fh);
+# :pve, the helpers of Proxmox VE's PVE::File under its names
+our @PVE_FILE    = qw(file_set_contents file_get_contents file_read_first_line
+                      file_read_last_line file_copy safe_read_from tempfile
+                      tempfile_contents create_owned_file_fh);
+our %EXPORT_TAGS = (all => \@EXPORT_OK, pve => \@PVE_FILE);
 
 require XSLoader;
 XSLoader::load('FastFile', $VERSION);
+
+# PVE::File's name of PVE::Tools' file_read_firstline
+*file_read_first_line = \&file_read_firstline;
+
+# safe_read_from($fh, $max, $oneline, $name): a regular file read to its
+# end is read in C, the reference's first 8 KiB read then large reads (it
+# ends where the reference's 8 KiB sysreads end, at the end of the file or
+# at the block that passes $max); any other handle, and $oneline, with the
+# reference's own sysreads, since a caller can see what they consumed (a
+# pipe's rest, a socket's).
+sub safe_read_from {
+    my ($fh, $max, $oneline, $name) = @_;
+    my ($input, $total, $count) = ('', 0);
+
+    if (!$oneline) {
+        my ($read, $done) = _read_regular($fh, $max, $name);
+        return $read if $done;
+        ($input, $total) = ($read, length $read) if defined $read;
+    }
+    $max ||= 1024 * 1024;
+    my $subject = defined $name ? "file '$name'" : 'input';
+    while ($count = sysread($fh, $input, 8192, $total)) {
+        $total += $count;
+        die "$subject too long - aborting\n" if $total > $max;
+        if ($oneline && $input =~ m/^(.*)\n/) {
+            $input = $1;
+            last;
+        }
+    }
+    die "unable to read $subject - $!\n" if !defined $count;
+    return $input;
+}
 
 # the streaming writer: FastFile::Writer->new(@_)
 sub atomic_writer { require FastFile::Writer; FastFile::Writer->new(@_) }
@@ -72,6 +108,10 @@ FastFile - write whole files atomically with the fewest syscalls, read them back
   my $first  = file_read_firstline('/proc/sys/kernel/hostname');
   file_set_contents($file, $data, { fsync => 1, preserve => 1, if_changed => 1 });
   file_set_contents_many([ $conf => $text, $fw => $rules ], { fsync => 1 });
+
+  use FastFile qw(:pve);              # PVE::File's names
+  file_copy($ovmf_vars, $vm_vars, -s $ovmf_vars);   # its size as $max
+  my $pem = safe_read_from($fh, 65536, 0, $path);
 
 =head1 DESCRIPTION
 
@@ -360,6 +400,80 @@ the read reached the end of the file, C<ENOTTY> (from its C<open>) when the
 record ended before. Reads one 8 KiB block (more only for a longer line).
 Extra arguments are ignored. Exported on request.
 
+=head2 file_read_first_line
+
+  my $line = file_read_first_line($filename);
+
+L</file_read_firstline> under the name of Proxmox VE's C<PVE::File> (the
+same function: texts and warnings name C<file_read_firstline>). Exported on
+request and by C<:pve>.
+
+=head2 file_copy
+
+  file_copy($src, $dst);
+  file_copy($src, $dst, $max);
+  file_copy($src, $dst, $max, $perm);
+  my $wrote = file_copy($src, $dst, $max, \%options);
+
+What C<file_set_contents($dst, file_get_contents($src, $max), $perm)> does,
+as the reference C<file_copy> of C<PVE::File> and C<PVE::Tools>: the same
+bytes (C<$\> appended, as the reference's C<print> appends it), mode, C<$max>
+check (default 1 MiB: pass the source's size for larger files), texts
+(the reader's first, then the writer's) and atomic replace, and the
+options hash of L</file_set_contents> in place of C<$perm>. The bytes never
+pass through a perl string: the kernel moves them from the source into the
+temporary file (C<copy_file_range>), so a 4 MiB file costs C<openat>,
+C<fstat>, C<openat> of the temp, C<fstatfs>, two C<copy_file_range>, C<close>,
+C<rename>, C<close>: nine syscalls, against some 1030 for the reference's
+8 KiB reads and one write. Where the kernel refuses (C<EXDEV>, C<EINVAL>,
+C<EOPNOTSUPP>, C<ENOSYS>: another filesystem on older kernels, C</proc>,
+C</sys>, pipes) and into FUSE (where the kernel would send a C<WRITE> request
+per 64 KiB: FastFile's one C<write(2)> sends one per C<max_write>), the
+source is read and written in blocks of its whole size, up to 4 MiB. A source
+that grows past C<$max> while it is copied dies C<file 'SRC' too long -
+aborting>, the target untouched, no temp left. With C<if_changed> or
+C<utf8> the bytes are needed in memory (compared, encoded): the source is
+read into a private string first, as C<file_get_contents> reads it. Returns
+1, or 0 when C<if_changed> found the target holding the bytes already.
+C<$!> afterwards is what the reference leaves. Exported on request and by
+C<:pve>.
+
+=head2 safe_read_from
+
+  my $bytes = safe_read_from($fh);
+  my $bytes = safe_read_from($fh, $max, $oneline, $name);
+
+Reads from an open handle, as C<PVE::File>'s C<safe_read_from>: at most
+C<$max> bytes (false: 1 MiB), or dies C<file 'NAME' too long - aborting>
+(C<input too long - aborting> without C<$name>); with C<$oneline> the first
+line without its newline. A plain handle (C<$oneline> false) gets the
+reference's first 8 KiB C<read>; when that is full and the handle is on a
+regular file, one C<fstat> and one large C<read> of the rest follow (a 1 MiB
+file: four syscalls where the reference makes 129; a file under 8 KiB: the
+reference's two reads), stopping where the reference's 8 KiB C<sysread>s
+stop: the handle's offset afterwards is the same, also when it dies C<too
+long>. Everything else is read exactly as the
+reference reads it, with 8 KiB C<sysread>s, because a caller can see what
+was consumed: pipes and sockets (with C<$oneline>, what the read that
+brought the newline took beyond it is gone, as in the reference), tied
+handles (C<READ>), in-memory handles, handles with a C<:utf8> layer
+(C<sysread> dies there from perl 5.30 on, and reads characters before),
+closed or write-only handles (C<sysread>'s warning and C<EBADF>). Like
+C<sysread> it reads from the file descriptor: bytes that a C<readline> left
+in the handle's PerlIO buffer are skipped. The result is tainted under
+C<-T>; C<$!> is 0 afterwards. Exported on request and by C<:pve>.
+
+=head2 :pve
+
+  use FastFile qw(:pve);
+
+Exports the helpers of Proxmox VE's C<PVE::File> under its names:
+C<file_set_contents>, C<file_get_contents>, C<file_read_first_line>,
+C<file_read_last_line>, C<file_copy>, C<safe_read_from>, C<tempfile>,
+C<tempfile_contents>, C<create_owned_file_fh>.
+C<PVE::Tools>' names (C<file_read_firstline>) stay available by name and in
+C<:all>.
+
 =head2 file_read_last_line
 
   my $line = file_read_last_line($file);
@@ -380,7 +494,7 @@ one that cannot seek to its end (F</proc>'s generated files, C<EINVAL>) dies
 C<sysseek failed>, a directory dies C<sysread failed - Is a directory> (or
 C<sysseek failed> where its filesystem cannot seek to a directory's end);
 a file shorter than its size says (sysfs: 4096) gives its real last line
-(see L</CAVEATS>). Exported on request and with C<:all>.
+(see L</CAVEATS>). Exported on request and by C<:pve> and C<:all>.
 
 =head2 tempfile
 
@@ -400,7 +514,7 @@ without a C<dir> option); FastFile does so with a C<dir> option, and without
 one makes a C<memfd_create> file, so nothing ever appears in a directory
 (the named file where C<memfd_create> is missing, before Linux 3.17). The
 portable build (L</SYSTEMS AND BUILDS>) always makes the named file.
-Exported on request and with C<:all>.
+Exported on request and by C<:pve> and C<:all>.
 
 =head2 tempfile_contents
 
@@ -414,7 +528,7 @@ C<utf8> category, never fatal; then C<$\>), written with one C<write(2)>
 whatever their size (one C<writev> with C<$\>), where the reference's
 C<print> makes one per 8 KiB. C<$fh> is at the end of the data: a later
 C<print> appends, C<seek($fh, 0, 0)> reads it back. C<$data> is read once
-(tied, overloaded). Exported on request and with C<:all>.
+(tied, overloaded). Exported on request and by C<:pve> and C<:all>.
 
 =head2 create_owned_file_fh
 
@@ -426,7 +540,7 @@ creates C<$file> with C<O_WRONLY|O_CREAT|O_EXCL> and C<$perm> (default
 C<0640>), sets its owner to C<$uid> and group C<$gid> (default C<-1>: left
 as it is) on the open file, and returns the write handle. If the owner
 cannot be set, the file is removed before it dies (see L</CAVEATS>).
-Exported on request and with C<:all>.
+Exported on request and by C<:pve> and C<:all>.
 
 =head2 atomic_writer
 
@@ -708,19 +822,34 @@ instead.
 
 =item C<can't open 'FILENAME' - $!>
 
-C<file_get_contents> could not open the file (C<ENOENT>, C<EACCES>). Check
-that it exists and is readable, or use C<file_read_firstline>, which returns
-C<undef> for a missing file.
+C<file_get_contents> (or C<file_copy>, for its source) could not open the
+file (C<ENOENT>, C<EACCES>). Check that it exists and is readable, or use
+C<file_read_firstline>, which returns C<undef> for a missing file.
 
 =item C<unable to read file 'FILENAME' - $!>
 
 A read of an open file failed (C<EIO>; C<EISDIR> for C<file_get_contents> of
 a directory). Name a readable regular file, or check the device.
 
-=item C<file 'FILENAME' too long - aborting>
+=item C<file 'FILENAME' too long - aborting>, C<input too long - aborting>
 
-C<file_get_contents> read more than C<$max> bytes (default 1 MiB, pmxcfs's
-limit). Pass a larger C<$max> if the file may be that big.
+C<file_get_contents>, C<file_copy> (its source, also one that grew while it
+was copied) or C<safe_read_from> read more than C<$max> bytes (default 1
+MiB, pmxcfs's limit); the second for C<safe_read_from> without a name.
+Nothing was written. C<$!> is 0, as the reference leaves it. Pass a larger
+C<$max> if the file may be that big.
+
+=item C<unable to read file 'NAME' - $!>, C<unable to read input - $!>
+
+C<safe_read_from>'s read failed (C<EIO>; C<EBADF> for a closed, write-only
+or in-memory handle, C<EISDIR> for a directory). Pass a handle open for
+reading.
+
+=item C<sysread() isn't allowed on :utf8 handles>
+
+C<safe_read_from> of a handle with a C<:utf8> layer (perl 5.30 and later),
+as the reference's C<sysread> dies. Read with C<binmode($fh)> first, and
+decode the bytes.
 
 =item C<file 'FILENAME' exists but open for reading failed - $!>
 
@@ -1001,6 +1130,30 @@ follow FastFile's scope (they are on) and say C<tempfile_contents>, not
 C<print>. C<create_owned_file_fh> removes the file when setting its owner
 fails (the reference passes its handle to C<unlink>, which removes
 nothing, and warns); it does not load C<File::Path>.
+
+=item *
+
+C<file_copy> writes the temporary file while it reads the source (the
+reference reads all of it first): a source whose read fails midway
+(C<EIO>) fails the same way, but after the temp was made (and removed
+again), so with C<< mkdir => 1 >> the target's missing directories exist
+afterwards. Sources of unknown size (pipes, C</proc>) and those C<fstat>
+says are longer than C<$max> fail before anything is made. A failing source
+(other than a growing one) is reported before a bad target only when it
+fails before its first block is read.
+
+=item *
+
+C<file_copy> with a sysfs source (C<fstat> says 4096 bytes, fewer are
+there) copies what is there, as the reference does. A FIFO or a
+character device as source is read to its end, as the reference reads it.
+
+=item *
+
+C<safe_read_from> on a plain regular file reads in one go where the
+reference reads 8 KiB at a time: a file that another process appends to
+during the call may be read to a different end. Its C<EINTR>s are retried
+(the reference dies); the 8 KiB path keeps the reference's behaviour.
 
 =item *
 

@@ -54,6 +54,25 @@ is_deeply([sort @{ $FastFile::EXPORT_TAGS{all} }], [sort @FastFile::EXPORT_OK], 
 }
 ok(!eval { FastFile->import('no_such_function'); 1 }, 'importing an unknown name fails');
 
+# :pve, the PVE::File set under its names: every helper exported by it, the
+# XS function itself
+{
+    my @pve = qw(file_set_contents file_get_contents file_read_first_line file_read_last_line
+                 file_copy safe_read_from tempfile tempfile_contents create_owned_file_fh);
+    is_deeply([sort @FastFile::PVE_FILE], [sort @pve], '@PVE_FILE: the nine helpers of PVE::File');
+    is_deeply([sort @{ $FastFile::EXPORT_TAGS{pve} }], [sort @pve], ':pve has them all');
+    package Pve;
+    ::ok(eval { FastFile->import(':pve'); 1 }, 'use FastFile ":pve" works') or ::diag($@);
+    for my $name (@{ $FastFile::EXPORT_TAGS{pve} }) {
+        no strict 'refs';
+        ::ok(defined &{"FastFile::$name"}, "$name is defined");
+        ::is(\&{"Pve::$name"}, \&{"FastFile::$name"}, ":pve exports $name");
+    }
+    ::ok(!defined &Pve::file_read_firstline, ':pve does not export the PVE::Tools name');
+}
+is(\&FastFile::file_read_first_line, \&FastFile::file_read_firstline,
+   'file_read_first_line is file_read_firstline under PVE::File\'s name');
+
 is(prototype('FastFile::file_set_contents'), undef, 'file_set_contents has no prototype');
 
 # which build this is (README "Systems and builds"): the portable one has no
@@ -61,13 +80,13 @@ is(prototype('FastFile::file_set_contents'), undef, 'file_set_contents has no pr
 {
     my $info = FastFile::_build_info();
     diag('build: ' . join ' ', map { "$_=$info->{$_}" } sort keys %$info);
-    is_deeply([sort keys %$info], [sort qw(portable renameat2 sync_file_range getrandom fdatasync O_PATH acl statx pid_cache)],
+    is_deeply([sort keys %$info], [sort qw(portable renameat2 sync_file_range getrandom fdatasync O_PATH acl statx pid_cache copy_file_range)],
               '_build_info: what it tells');
-    my @linux = grep { $info->{$_} } qw(renameat2 sync_file_range getrandom O_PATH acl statx);
+    my @linux = grep { $info->{$_} } qw(renameat2 sync_file_range getrandom O_PATH acl statx copy_file_range);
     if ($info->{portable}) {
         is("@linux", '', 'the portable build: no Linux-only call');
     } elsif ($^O eq 'linux' && sprintf('%03d%03d', split /\./, $Config{gnulibc_version} || '0.0') ge '002028') {
-        is("@linux", 'renameat2 sync_file_range getrandom O_PATH acl statx', 'a Linux build on glibc 2.28+: every Linux call');
+        is("@linux", 'renameat2 sync_file_range getrandom O_PATH acl statx copy_file_range', 'a Linux build on glibc 2.28+: every Linux call');
     }
     # the pid kept in a MADV_WIPEONFORK page (xs_pid.c): Linux 4.14 and later,
     # not in the portable build

@@ -28,6 +28,7 @@ my $n = 0;
 sub outcome {
     my ($code) = @_;
     my $v;
+    $! = EIO;     # a caller's earlier $!: what is left after the call is the call's
     my $ok = eval { $v = $code->(); 1 };
     my $errno = $! + 0;
     return { ok => $ok ? 1 : 0, value => $v, err => $ok ? undef : $@, errno => $errno };
@@ -61,6 +62,7 @@ sub same_as_ref {
         is($got->{errno}, $want->{errno}, "$label: \$! is " . errno_text($want->{errno})) if defined $want->{errno};
         ok(!$ref->{ok}, "$label: the reference croaks too");
         is($got->{err}, $ref->{err}, "$label: same message as the reference");
+        is($got->{errno}, $ref->{errno}, "$label: \$! as the reference leaves it");
     } else {
         ok($got->{ok}, "$label: returns") or diag($got->{err});
         bytes_is($got->{value}, $want, "$label: content");

@@ -19,6 +19,8 @@ package Reference;
 # - ref_read_last_line, ref_tempfile, ref_tempfile_contents,
 #   ref_create_owned_file_fh: PVE::File's helpers (pve-common 9.2) from the
 #   contract's facts (section "PVE::File's other helpers"), bugs included.
+# - ref_safe_read_from, ref_file_copy: PVE::File's helpers of the same names,
+#   from the contract's facts ("PVE::File's other helpers").
 
 use strict;
 use warnings;
@@ -31,7 +33,8 @@ use IO::File ();
 
 our @EXPORT_OK = qw(ref_file_set_contents ref_bytes print_era syswrite_era
                     ref_get_contents ref_read_firstline
-                    ref_read_last_line ref_tempfile ref_tempfile_contents ref_create_owned_file_fh);
+                    ref_read_last_line ref_tempfile ref_tempfile_contents ref_create_owned_file_fh
+                    ref_safe_read_from ref_file_copy);
 
 # ref_bytes($data, $force_utf8): the bytes that would be written.
 #   - $force_utf8: perl's lax utf8 encoding of a copy (utf8::encode), which is
@@ -290,6 +293,36 @@ sub ref_create_owned_file_fh {
         die "failed to change owner of '$file' to $uid:$gid - $err";
     }
     return $fh;
+}
+
+# PVE::File's safe_read_from: sysreads of 8 KiB appended; past $max (false:
+# 1 MiB) it dies, naming the file when there is a name; with $oneline the
+# first line (without "\n") once a read brings one, whatever else that read
+# took from the handle.
+sub ref_safe_read_from {
+    my ($fh, $max, $oneline, $name) = @_;
+    $max = 1048576 if !$max;
+    my $subject = defined $name ? "file '$name'" : 'input';
+    my $buf = '';
+    my $count;
+    while ($count = sysread($fh, $buf, 8192, length $buf)) {
+        die "$subject too long - aborting\n" if length($buf) > $max;
+        next unless $oneline;
+        if ($buf =~ /^(.*)\n/) {
+            $buf = $1;
+            last;
+        }
+    }
+    die "unable to read $subject - $!\n" unless defined $count;
+    return $buf;
+}
+
+# PVE::File's file_copy: the source read whole (the reader's limit and
+# texts), then written as file_set_contents writes it.
+sub ref_file_copy {
+    my ($src, $dst, $max, $perm) = @_;
+    my $content = ref_get_contents($src, $max);
+    return ref_file_set_contents($dst, $content, $perm);
 }
 
 1;

@@ -1,0 +1,42 @@
+/* ff_copy.h - file_copy's bytes, moved from one fd to another without perl:
+ * by the kernel (copy_file_range) where it can, else read(2) and write(2)
+ * of large blocks. Both continue from the fds' offsets, so one can take
+ * over where the other stopped. Neither allocates: a die from a signal
+ * handler (an ff_eintr callback) has nothing to leak.
+ */
+#ifndef FF_COPY_H
+#define FF_COPY_H
+
+#include <stddef.h>
+
+#include "ff_io.h"
+
+#if defined(__GNUC__) && __GNUC__ >= 4
+#pragma GCC visibility push(hidden)   /* see ff_io.h */
+#endif
+
+/* Which fd an error of ff_copy_rw came from. */
+enum ff_copy_side { FF_COPY_READ, FF_COPY_WRITE };
+
+/* Let the kernel copy from in to out until in's end of file or until
+ * *copied reaches limit (bytes copied are added to *copied). 1 when done;
+ * 0 when the kernel refused before that (any error: EXDEV, EINVAL,
+ * EOPNOTSUPP, ENOSYS, also EIO or ENOSPC, which ff_copy_rw then meets and
+ * reports on the side it came from), or copied nothing at all (procfs and
+ * sysfs files may read as empty to it), or out is on FUSE (the kernel
+ * would write it in 64 KiB requests): ff_copy_rw then goes on. Pending
+ * signal handlers run on EINTR. */
+int ff_copy_range(int in, int out, size_t limit, size_t *copied, const struct ff_eintr *intr);
+
+/* Copy from in to out through buf (cap bytes), starting with the pending
+ * bytes already in buf, until in's end of file or until *copied reaches
+ * limit; each block is one read(2) and one write(2) (short writes and
+ * EINTR retried). Returns 0 or an errno, *side telling which fd failed. */
+int ff_copy_rw(int in, int out, char *buf, size_t cap, size_t pending, size_t limit,
+               size_t *copied, enum ff_copy_side *side, const struct ff_eintr *intr);
+
+#if defined(__GNUC__) && __GNUC__ >= 4
+#pragma GCC visibility pop
+#endif
+
+#endif

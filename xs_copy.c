@@ -1,0 +1,280 @@
+/* xs_copy.c - file_copy's perl side (XSUB in Copy.xsh, syscalls in
+ * ff_copy.c), and safe_read_from's read of a regular file to its end. */
+#define PERL_NO_GET_CONTEXT
+#include "EXTERN.h"
+#include "perl.h"
+#include "XSUB.h"
+#include "ppport.h"
+
+#include "ff_copy.h"
+#include "xs_common.h"
+#include "xs_copy.h"
+
+/* The read/write fallback's block: the whole file and a byte when fstat
+ * tells its size (one read and one write), within these bounds. */
+#define FF_COPY_BLOCK_MIN ((size_t)64 * 1024)
+#define FF_COPY_BLOCK_MAX ((size_t)4 * 1024 * 1024)
+
+/* A new block for the read/write fallback, freed when the scope is left. */
+static char *S_copy_block(pTHX_ size_t size, size_t limit, size_t *cap)
+{
+    char *buf;
+
+    *cap = size ? size + 1 : FF_COPY_BLOCK_MIN;
+    if (*cap < FF_COPY_BLOCK_MIN)
+        *cap = FF_COPY_BLOCK_MIN;
+    if (*cap > FF_COPY_BLOCK_MAX)
+        *cap = FF_COPY_BLOCK_MAX;
+    if (*cap > limit)
+        *cap = limit;
+    Newx(buf, *cap, char);
+    SAVEFREEPV(buf);
+    return buf;
+}
+
+/* The copy's write error (the temp), or its read error (the source). */
+static void S_croak_copy(pTHX_ struct ff_atomic *a, int err, enum ff_copy_side side, SV *src,
+                         SV *dst)
+{
+    if (side == FF_COPY_READ)
+        croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(src));
+    a->step = FF_STEP_WRITE;
+    croak_step(a, err, dst);
+}
+
+int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
+{
+    const char *op = "file_copy";
+    SV *src_path, *dst_path, *ors_sv = NULL;
+    const char *ors = "";
+    STRLEN ors_len = 0;
+    bool force_utf8;
+    struct ff_options opt;
+    struct ff_atomic atomic, *a = &atomic;   /* this frame outlives its LEAVE */
+    /* reading first: a child forked by a handler may not read on */
+    struct ff_guard guard = { NULL, 0, FALSE, TRUE };
+    struct ff_eintr intr = { ffxs_on_eintr, &guard };
+    size_t max, limit, size, total = 0, cap = 0, pending = 0;
+    char *buf = NULL;
+    int in = -1, err;
+    char temp_buf[FF_TEMP_BUF];              /* the temp's name, as long */
+    char suffix[FF_PID_SUFFIX_MAX];          /* ".tmp.<pid>" */
+    size_t suffix_len;
+    IV pid;
+
+    ENTER;   /* its cleanups point into this frame: they run before it returns */
+    /* as the reference's my (...) = @_: each argument's get-magic once, in
+     * order, into a snapshot, then $\ (see file_set_contents) */
+    {
+        SV *const args[] = { src, dst, max_sv, perm };
+        hold_args(args);
+    }
+    SvGETMAGIC(src);
+    src = name_snapshot(src);
+    if (dst) {
+        SvGETMAGIC(dst);
+        dst = name_snapshot(dst);
+    }
+    if (max_sv) {
+        SvGETMAGIC(max_sv);
+        max_sv = snapshot(max_sv);
+    }
+    if (perm) {
+        SvGETMAGIC(perm);
+        perm = snapshot(perm);
+    }
+    if (PL_ors_sv && SvOK(PL_ors_sv))
+        ors_sv = snapshot(PL_ors_sv);
+    pid = ffxs_pid_suffix(aTHX_ suffix, &suffix_len);
+    guard.pid = pid;
+
+    /* the reader's part first, as the reference reads the whole source
+     * before it writes: its errors come first */
+    src_path = path_arg(src, NULL);
+    max = max_arg(max_sv, op);
+    limit = max + 1;
+    close_read_at_leave(&in);
+    err = safe_path(src_path, op)
+              ? ff_open_read(SvPVX(src_path), &in, &intr) : ENOENT;
+    if (err)
+        croak_errno(err, "can't open '%" SVf "' - ", SVfARG(src_path));
+    err = ff_size_hint(in, &size, &intr);
+    if (err)
+        croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(src_path));
+    if (size > max)     /* the reference would read it all to find that */
+        croak_too_long(src_path);
+
+    dst_path = path_arg(dst ? dst : &PL_sv_undef, op);
+    Zero(&opt, 1, struct ff_options);
+    opt.perm = 0644;
+    force_utf8 = FALSE;
+    write_args(perm, NULL, FALSE, &opt, &force_utf8, op);
+
+    if (opt.if_changed || force_utf8) {
+        /* the bytes themselves are needed: compared with the target, or
+         * encoded (a private string, never the caller's) */
+        SV *content = read_to_end(in, size, max, limit, src_path, &intr);
+        const char *bytes;
+        STRLEN len;
+
+        bytes = payload(content, force_utf8, &len, op);
+        if (ors_sv && !force_utf8)
+            ors = payload(ors_sv, FALSE, &ors_len, op);
+        guard.atomic = a;
+        guard.reading = FALSE;
+        if (!start_write(a, dst_path, &opt, &intr, pid, op, bytes, len, ors, ors_len,
+                         temp_buf, suffix, suffix_len)) {
+            LEAVE;
+            SETERRNO(len + ors_len ? 0 : ENOTTY, 0);
+            return 0;
+        }
+        a->step = FF_STEP_WRITE;
+        err = ff_write_tail_all(a->fd, bytes, len, ors, ors_len, &intr);
+        if (err)
+            croak_step(a, err, dst_path);
+        total = len;
+    } else {
+        /* a source of unknown size (procfs, a pipe, an empty file) is read
+         * once before the temp is made: a directory fails as the
+         * reference's read fails, nothing created */
+        if (!size) {
+            size_t got;
+
+            buf = S_copy_block(aTHX_ size, limit, &cap);
+            err = ff_read_some(in, buf, cap, &got, &intr);
+            if (err)
+                croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(src_path));
+            if (got > max)
+                croak_too_long(src_path);
+            pending = got;
+        }
+        if (ors_sv)
+            ors = payload(ors_sv, FALSE, &ors_len, op);
+        guard.atomic = a;
+        guard.reading = FALSE;
+        (void)start_write(a, dst_path, &opt, &intr, pid, op, "", 0, NULL, 0,
+                      temp_buf, suffix, suffix_len);
+        a->step = FF_STEP_WRITE;
+        /* the kernel moves the bytes where it can (never when the first
+         * block is in buf already), read and write do the rest */
+        if (pending || !size || !ff_copy_range(in, a->fd, limit, &total, &intr)) {
+            enum ff_copy_side side = FF_COPY_READ;
+
+            if (!buf)
+                buf = S_copy_block(aTHX_ size, limit, &cap);
+            err = ff_copy_rw(in, a->fd, buf, cap, pending, limit, &total, &side, &intr);
+            if (err)
+                S_croak_copy(aTHX_ a, err, side, src_path, dst_path);
+        }
+        if (total > max)    /* it grew while it was copied */
+            croak_too_long(src_path);
+        if (ors_len) {      /* $\, as the reference's print appends it */
+            err = ff_write_all(a->fd, ors, ors_len, &intr);
+            if (err)
+                croak_step(a, err, dst_path);
+        }
+    }
+    err = ff_atomic_commit(a);
+    if (err)
+        croak_step(a, err, dst_path);
+    LEAVE;
+    /* $! as the reference's file_set_contents leaves it */
+    SETERRNO(total + ors_len ? 0 : ENOTTY, 0);
+    return 1;
+}
+
+/* The reference stops reading at the first 8 KiB sysread that brings the
+ * total past max: on a regular file, after this many bytes (or at its
+ * end). Reading no further leaves the handle where the reference leaves it,
+ * also when it dies "too long". */
+#define FF_SYSREAD_BLOCK 8192
+
+/* The caller's handle while safe_read_from reads its fd: signal handlers
+ * that run on EINTR may close or reopen it, and the fd number may then be
+ * another file's. */
+struct ff_handle_read {
+    struct ff_guard guard;
+    IO *io;
+    PerlIO *fp;
+    int fd;
+    SV *name;       /* the file's name, or NULL: "input" */
+};
+
+/* The ff_on_eintr callback of read_regular: perl's signal handlers, then
+ * EBADF, as the reference's next sysread fails, when they left the handle
+ * on another fd (or closed). */
+static int S_on_eintr_handle(void *ctx)
+{
+    dTHX;
+    struct ff_handle_read *h = (struct ff_handle_read *)ctx;
+    int signalled = ffxs_on_eintr(&h->guard);
+
+    if (IoIFP(h->io) == h->fp && PerlIO_fileno(h->fp) == h->fd)
+        return signalled;
+    if (h->name)
+        croak_errno(EBADF, "unable to read file '%" SVf "' - ", SVfARG(h->name));
+    croak_errno(EBADF, "unable to read input - ");
+}
+
+SV *ffxs_read_regular(pTHX_ SV *fh, SV *max_sv, SV *name, bool *done)
+{
+    struct ff_handle_read handle = { { NULL, 0, FALSE, TRUE }, NULL, NULL, -1, NULL };
+    struct ff_eintr intr = { S_on_eintr_handle, &handle };
+    GV *gv = NULL;
+    IO *io;
+    PerlIO *fp;
+    Stat_t st;
+    size_t max, limit, got;
+    int fd, err;
+    SV *content;
+
+    /* only what sysread reads straight from an fd: a glob or a reference
+     * to one (IO::Handle objects), not tied, open for reading, no :utf8 */
+    if (SvROK(fh) && isGV_with_GP(SvRV(fh)))
+        gv = (GV *)SvRV(fh);
+    else if (isGV_with_GP(fh))
+        gv = (GV *)fh;
+    if (!gv || !(io = GvIO(gv)) || !(fp = IoIFP(io)))
+        return NULL;
+    if (SvRMAGICAL(io) && mg_find((SV *)io, PERL_MAGIC_tiedscalar))
+        return NULL;
+    if ((IoTYPE(io) != IoTYPE_RDONLY && IoTYPE(io) != IoTYPE_RDWR) || PerlIO_isutf8(fp))
+        return NULL;
+    fd = PerlIO_fileno(fp);
+    if (fd < 0)
+        return NULL;
+
+    max = max_arg(max_sv, "safe_read_from");
+    limit = (max / FF_SYSREAD_BLOCK + 1) * FF_SYSREAD_BLOCK;
+    ENTER;
+    hold_in_scope((SV *)io);    /* a handler may drop the last reference */
+    handle.io = io;
+    handle.fp = fp;
+    handle.fd = fd;
+    handle.name = SvOK(name) ? name : NULL;
+    /* the reference's first sysread, as it makes it: a short file needs
+     * nothing more (the caller's sysread finds its end, as the
+     * reference's), a handle that is no regular file goes on with the
+     * caller's 8 KiB sysreads */
+    content = sv_2mortal(newSV(FF_SYSREAD_BLOCK));
+    err = ff_read_some(fd, SvPVX(content), FF_SYSREAD_BLOCK, &got, &intr);
+    if (err)
+        croak_errno(err, "unable to read %s%" SVf "%s - ", handle.name ? "file '" : "input",
+                    SVfARG(handle.name ? handle.name : &PL_sv_no), handle.name ? "'" : "");
+    if (got > max)
+        croak_too_long(handle.name);
+    SvCUR_set(content, got);
+    *done = got == 0;
+    if (got == FF_SYSREAD_BLOCK && PerlLIO_fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        content = read_on(content, fd, st.st_size > 0 ? (size_t)st.st_size : 0, max, limit,
+                          handle.name, &intr);
+        *done = TRUE;
+    }
+    *SvEND(content) = '\0';
+    SvPOK_only(content);
+    if (TAINTING_get)
+        SvTAINTED_on(content);
+    LEAVE;
+    SETERRNO(0, 0);     /* as the reference's sysread leaves it */
+    return content;
+}
