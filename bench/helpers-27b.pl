@@ -20,7 +20,8 @@ use List::Util qw(sum);
 use POSIX qw(strftime);
 use Time::HiRes qw(clock_gettime CLOCK_MONOTONIC);
 
-use lib "$FindBin::Bin/../t/lib";
+use lib "$FindBin::Bin/../t/lib", "$FindBin::Bin/lib";
+use BenchOut;
 use Reference qw(ref_read_last_line ref_tempfile ref_tempfile_contents ref_create_owned_file_fh);
 use FastFile qw(file_read_last_line tempfile tempfile_contents create_owned_file_fh);
 use IO::File ();
@@ -181,14 +182,4 @@ my $md = "## PVE::File's helpers (issue 27b)\n\n"
 }
 
 print $md;
-my $results = "$FindBin::Bin/results.md";
-my ($begin, $end) = ('<!-- helpers-27b begin -->', '<!-- helpers-27b end -->');
-open my $in, '<', $results or die "$results: $!";
-my $text = do { local $/; <$in> };
-close $in;
-my $section = "$begin\n$md$end\n";
-$text =~ s/\Q$begin\E.*?\Q$end\E\n/$section/s or $text .= "\n$section";
-open my $out, '>', $results or die "$results: $!";
-print {$out} $text;
-close $out or die "$results: $!";
-progress('wrote bench/results.md');
+progress(BenchOut::wrote(BenchOut::put_section('results.md', 'helpers-27b', $md)));

@@ -21,7 +21,8 @@ use List::Util qw(shuffle);
 use POSIX qw(floor);
 use Time::HiRes qw(clock_gettime CLOCK_MONOTONIC);
 
-use lib "$FindBin::Bin/../t/lib";
+use lib "$FindBin::Bin/../t/lib", "$FindBin::Bin/lib";
+use BenchOut;
 use FFTest ();    # strace_call; without import: no test-only warning hook
 use Reference qw(ref_file_copy ref_safe_read_from);
 use FastFile qw(file_copy safe_read_from);
@@ -184,17 +185,5 @@ for my $w (@where) {
 
 print $out;
 
-# bench/results.md: this section replaced (or appended), the rest kept
-my $md = "$FindBin::Bin/results.md";
-my $old = slurp($md);
-my $head = "## PVE::File helpers (file_copy, safe_read_from)";
-if ($old =~ /^\Q$head\E$/m) {
-    $old =~ s/^\Q$head\E\n.*?(?=^## |\z)/$out/ms;
-} else {
-    $old =~ s/\n*\z/\n\n/;
-    $old .= $out;
-}
-$old =~ s/\n+\z/\n/;
-open my $fh, '>', $md or die "$md: $!\n";
-print {$fh} $old;
-close $fh or die "$md: $!\n";
+# results.md's section of these helpers (bench-out/, or bench/ with BENCH_UPDATE=1)
+print BenchOut::wrote(BenchOut::put_section('results.md', 'helpers', $out)), "\n";

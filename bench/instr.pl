@@ -18,6 +18,8 @@ use warnings;
 
 use Config;
 use FindBin;
+use lib "$FindBin::Bin/lib";
+use BenchOut;
 use File::Temp ();
 use Getopt::Long;
 use POSIX ();
@@ -122,19 +124,12 @@ my $table = "| case | instructions | per |\n| :-- | --: | :-- |\n"
 my $head = sprintf "perl %vd (%s), %s; callgrind (%s), XSUB inclusive, (3N - N calls) / 2N; files on %s\n",
     $^V, $Config{archname}, (`uname -sr` =~ s/\s+\z//r), (`valgrind --version` =~ s/\s+\z//r), $base;
 if (!$no_write && !defined $only && !$quick) {
-    my $md = "# Instructions per call (make bench-instr)\n\n$head\n$table";
-    open my $o, '>', "$FindBin::Bin/instr.md" or die "instr.md: $!\n";
-    print {$o} $md;
-    close $o or die "instr.md: $!\n";
-    my $res = "$FindBin::Bin/results.md";
-    if (open my $r, '<', $res) {
-        my $text = do { local $/; <$r> };
-        close $r;
-        my $section = "<!-- instr -->\n## Instructions per call\n\nFrom `make bench-instr` (bench/instr.pl): $head\n$table<!-- /instr -->\n";
-        $text =~ s/<!-- instr -->.*?<!-- \/instr -->\n/$section/s or $text .= "\n$section";
-        open my $w, '>', $res or die "$res: $!\n";
-        print {$w} $text;
-        close $w or die "$res: $!\n";
-    }
-    print "wrote bench/instr.md and bench/results.md's instructions section\n";
+    my $instr = BenchOut::path('instr.md');
+    open my $o, '>', $instr or die "$instr: $!\n";
+    print {$o} "# Instructions per call (make bench-instr)\n\n$head\n$table";
+    close $o or die "$instr: $!\n";
+    print BenchOut::wrote($instr), "\n";
+    my $res = BenchOut::put_section('results.md', 'instr',
+        "## Instructions per call\n\nFrom `make bench-instr` (bench/instr.pl): $head\n$table");
+    print BenchOut::wrote($res), " (its instructions section)\n";
 }

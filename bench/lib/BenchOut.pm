@@ -8,6 +8,7 @@ package BenchOut;
 #
 #   my $file = BenchOut::path('results.md');   # then write $file
 #   BenchOut::wrote($file);                     # says where it went
+#   BenchOut::put_section('results.md', 'instr', $markdown);   # one section
 
 use strict;
 use warnings;
@@ -33,6 +34,29 @@ sub wrote {
     my $rel = File::Spec->abs2rel($file);
     return 'wrote ' . ($rel =~ m{^\.\./} ? $file : $rel)
          . ($ENV{BENCH_UPDATE} ? ' (the tracked copy)' : ' (BENCH_UPDATE=1 or make bench-update replaces the tracked copy in bench/)');
+}
+
+# put_section(FILE, NAME, TEXT): TEXT becomes FILE's section NAME, between
+# <!-- NAME --> and <!-- /NAME --> (make bench keeps such sections when it
+# writes the rest of results.md): replaced where it is, else appended. The
+# rest is taken from the file being written, or the tracked copy when that
+# one is not there yet. Returns the path written.
+sub put_section {
+    my ($name, $section, $text) = @_;
+    my $file = path($name);
+    my $old = '';
+    for my $from ($file, File::Spec->catfile($BENCH, $name)) {
+        next unless open my $in, '<', $from;
+        $old = do { local $/; <$in> };
+        last;
+    }
+    my $block = "<!-- $section -->\n$text" . ($text =~ /\n\z/ ? '' : "\n") . "<!-- /$section -->\n";
+    $old =~ s/<!-- \Q$section\E -->\n.*?<!-- \/\Q$section\E -->\n/$block/s
+        or $old = ($old eq '' ? '' : $old =~ s/\n*\z/\n\n/r) . $block;
+    open my $out, '>', $file or die "$file: $!\n";
+    print {$out} $old;
+    close $out or die "$file: $!\n";
+    return $file;
 }
 
 1;
