@@ -8,10 +8,11 @@
 # allocator calls and getpid left out), time per call (median of
 # interleaved rounds) on a tmpfs and on the temp dir's filesystem.
 #
-#   perl -Mblib bench/helpers.pl      (make bench runs it too)
+#   perl -Mblib bench/helpers-copy.pl      (make bench runs it too)
 #
-# Prints a markdown section to stdout and puts it into bench/results.md
-# under "## PVE::File helpers", replacing that section only.
+# Prints a markdown section to stdout and puts it into results.md (in
+# bench-out/, or bench/ with BENCH_UPDATE=1) between its markers,
+# replacing that section only.
 # BENCH_QUICK=1: fewer rounds.
 use strict;
 use warnings;
@@ -148,7 +149,7 @@ for my $w (@where) {
 # -------------------------------------------------------------- report
 
 my $out = "## PVE::File helpers (file_copy, safe_read_from)\n\n";
-$out .= "Produced by `perl -Mblib bench/helpers.pl` in one run: each helper against its pure-Perl model "
+$out .= "Produced by `perl -Mblib bench/helpers-copy.pl` in one run: each helper against its pure-Perl model "
       . "(t/lib/Reference.pm, what t/16-copy.t and t/17-safe-read.t compare with). Calls:\n\n";
 $out .= "- **$_->[0]**: `$_->[3]`\n" for @helpers;
 $out .= "\nThe reference file_copy reads the source with 8 KiB `sysread`s into a string, then writes "
@@ -186,4 +187,4 @@ for my $w (@where) {
 print $out;
 
 # results.md's section of these helpers (bench-out/, or bench/ with BENCH_UPDATE=1)
-print BenchOut::wrote(BenchOut::put_section('results.md', 'helpers', $out)), "\n";
+print BenchOut::wrote(BenchOut::put_section('results.md', 'helpers-copy', $out)), "\n";
