@@ -72,10 +72,10 @@ SV *ffxs_file_read_last_line(pTHX_ SV *filename)
     LEAVE;
     if (tail.line_len && tail.line)
         Move(tail.buf + tail.line, tail.buf, tail.line_len, char);
-    if (tail.line_len) {
-        SvCUR_set(line, tail.line_len);
-        *SvEND(line) = '\0';
-    }
+    /* terminated whatever its length: the reads filled the buffer, and C
+     * code (open, chdir, pack "p") takes the string up to its NUL */
+    SvCUR_set(line, tail.line_len);
+    *SvEND(line) = '\0';
     if (TAINTING_get)
         SvTAINTED_on(line);
     return line;
