@@ -30,27 +30,16 @@
  * cannot take the fd; it has then closed it, as perl's open does. */
 static SV *S_handle_of(pTHX_ int fd, int flags, const char *class)
 {
-    const char *mode;
-    char type;
+    char mode[8];
+    int type;
     PerlIO *f;
     GV *gv;
     IO *io;
     SV *rv;
 
-    switch (flags & O_ACCMODE) {
-    case O_RDONLY:
-        mode = "r";
-        type = IoTYPE_RDONLY;
-        break;
-    case O_WRONLY:
-        mode = flags & O_APPEND ? "a" : "w";
-        type = flags & O_APPEND ? IoTYPE_APPEND : IoTYPE_WRONLY;
-        break;
-    default:
-        mode = flags & O_APPEND ? "a+" : "r+";
-        type = flags & O_APPEND ? IoTYPE_APPEND : IoTYPE_RDWR;
-        break;
-    }
+    /* the mode and IoTYPE as sysopen derives them from the flags (its
+     * type is by access mode alone: O_APPEND changes the mode, not it) */
+    type = PerlIO_intmode2str(flags, mode, NULL);
     f = PerlIO_fdopen(fd, mode);
     if (!f)
         return NULL;
@@ -60,13 +49,37 @@ static SV *S_handle_of(pTHX_ int fd, int flags, const char *class)
     IoIFP(io) = f;
     if (type != IoTYPE_RDONLY)
         IoOFP(io) = f;
-    IoTYPE(io) = type;
+    IoTYPE(io) = (char)type;
     rv = sv_2mortal(newRV_noinc((SV *)gv));
     if (class)
         sv_bless(rv, gv_stashpv(class, GV_ADD));
     return rv;
 }
-#define handle_of(fd, flags, class) S_handle_of(aTHX_ fd, flags, class)      /* for tests only: how the last file was made */
+#define handle_of(fd, flags, class) S_handle_of(aTHX_ fd, flags, class)
+
+/* A name the reference passes to sysopen (a file, tempfile's dir), its
+ * get-magic run: the private string, refused under -T when tainted, as
+ * sysopen refuses it. An empty one is returned as it is (the caller fails
+ * as sysopen fails on it, ENOENT, with the reference's text); only undef
+ * croaks (path_arg). */
+static SV *S_open_name(pTHX_ SV *name, const char *op)
+{
+    SV *snap = name_snapshot(name), *path;
+
+    if (!SvOK(snap))
+        return path_arg(snap, op);
+    path = stringified(snap);
+    if (SvTAINTED(snap) || SvTAINTED(path)) {
+        TAINT;
+        taint_proper(NULL, op);
+    }
+    return path;
+}
+#define open_name(name, op) S_open_name(aTHX_ name, op)
+
+/* sysopen's verdict on a name before the kernel's: FALSE (ENOENT) for ""
+ * and for a NUL byte in it (with perl's warning). */
+#define openable(path, op) (SvCUR(path) > 0 && safe_path(path, op))
 
 SV *ffxs_tempfile(pTHX_ SV *data, SV *perm, SV *dir, bool dir_given, SV *flags,
                   bool allow_links)
@@ -90,7 +103,7 @@ SV *ffxs_tempfile(pTHX_ SV *data, SV *perm, SV *dir, bool dir_given, SV *flags,
     /* under -T, a tainted directory, perm or mode is refused, as the
      * reference's sysopen refuses it */
     SvGETMAGIC(dir);
-    dir_sv = path_arg(name_snapshot(dir), "tempfile");
+    dir_sv = open_name(dir, "tempfile");
     SvGETMAGIC(perm);
     SvGETMAGIC(flags);
     if (SvTAINTED(perm) || SvTAINTED(flags)) {
@@ -99,7 +112,7 @@ SV *ffxs_tempfile(pTHX_ SV *data, SV *perm, SV *dir, bool dir_given, SV *flags,
     }
     open_flags = (int)SvIV(flags);
     SAVEDESTRUCTOR_X(ffxs_close_fd_at_leave, &fd);
-    err = safe_path(dir_sv, "tempfile")
+    err = openable(dir_sv, "tempfile")
               ? ff_tempfile_open(SvPVX(dir_sv), dir_given, open_flags, allow_links,
                                  (mode_t)SvIV(perm), &fd, &intr)
               : ENOENT;
@@ -193,10 +206,10 @@ SV *ffxs_create_owned(pTHX_ SV *file, SV *uid, SV *gid, SV *perm)
 
     ENTER;
     SvGETMAGIC(file);
-    path = path_arg(name_snapshot(file), op);
+    path = open_name(file, op);
     uid_n = SvIV(uid);
     gid_n = SvIV(gid);
-    if (!safe_path(path, op))       /* as sysopen: ENOENT */
+    if (!openable(path, op))
         croak_errno(ENOENT, "unable to create file '%" SVf "' - ", SVfARG(path));
     /* File::Path::make_path of the parent: it croaks "mkdir <dir>: <$!>"
      * for the level that failed, which ff_mkdir_p leaves in dir */

@@ -582,7 +582,9 @@ causes it, then what to do.
 =item C<file name is undefined or empty>
 
 C<$filename> is C<undef> or C<"">. Check the variable that should hold the
-path (C<file_read_firstline> returns C<undef> for it instead).
+path (C<file_read_firstline> returns C<undef> for it instead; for C<"">,
+C<create_owned_file_fh> and C<tempfile>'s C<dir> fail as the reference's
+C<sysopen> does, C<No such file or directory>).
 
 =item C<unable to open file 'TEMP' - $!>
 

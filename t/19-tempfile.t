@@ -157,7 +157,8 @@ for my $case (@data) {
 for my $case ([ 'perm 0644', [0644] ], [ 'perm 0', [0] ], [ 'dir', [undef, dir => $dir] ],
               [ 'dir, allow_links', [undef, dir => $dir, allow_links => 1] ],
               [ 'O_WRONLY', [undef, dir => $dir, mode => O_WRONLY] ],
-              [ 'O_RDWR|O_APPEND', [undef, dir => $dir, mode => O_RDWR | O_APPEND] ]) {
+              [ 'O_RDWR|O_APPEND', [undef, dir => $dir, mode => O_RDWR | O_APPEND] ],
+              [ 'O_WRONLY|O_APPEND', [undef, dir => $dir, mode => O_WRONLY | O_APPEND] ]) {
     my ($label, $args) = @$case;
     my $got = outcome(sub { tempfile(@$args) });
     my $ref = outcome(sub { ref_tempfile(@$args) });
@@ -168,6 +169,16 @@ for my $case ([ 'perm 0644', [0644] ], [ 'perm 0', [0] ], [ 'dir', [undef, dir =
     ok(print({$fh} 'data') && $fh->flush, "$label: print");
     print {$rfh} 'data';
     $rfh->flush;
+    # a read warns as on the reference's (the handle's type, as sysopen
+    # sets it from the access mode: "opened only for output")
+    my @said = map {
+        my ($h, @w) = ($_);
+        local $SIG{__WARN__} = sub { push @w, $_[0] =~ /(opened only for \w+)/ ? $1 : $_[0] };
+        seek($h, 0, 0);
+        my $line = readline($h);
+        join(',', @w) || 'nothing';
+    } $fh, $rfh;
+    is($said[0], $said[1], "$label: a read warns as on the reference's ($said[1])");
     no warnings 'io';    # reading a write-only handle
     my ($r1, $r2) = map { seek($_, 0, 0); my $b; my $r = read($_, $b, 10); defined $r ? $b : 'failed' } $fh, $rfh;
     is($r1, $r2, "$label: reading back as the reference ($r2)");
@@ -177,7 +188,7 @@ for my $case ([ 'perm 0644', [0644] ], [ 'perm 0', [0] ], [ 'dir', [undef, dir =
     $rfh->flush;
     is(-s $fh, -s $rfh, "$label: print after seek lands where the reference's does");
 }
-for my $case ([ 'missing dir', "$dir/none" ], [ 'a file as dir', do { spew("$dir/file", ''); "$dir/file" } ]) {
+for my $case ([ 'missing dir', "$dir/none" ], [ 'empty dir', '' ], [ 'a file as dir', do { spew("$dir/file", ''); "$dir/file" } ]) {
     my ($label, $d) = @$case;
     my $got = outcome(sub { tempfile(undef, dir => $d) });
     my $ref = outcome(sub { ref_tempfile(undef, dir => $d) });
@@ -216,6 +227,10 @@ unlink "$dir/file";
     $ref = outcome(sub { ref_create_owned_file_fh("$file/y", $<) });
     is($got->{err}, "mkdir $file: File exists at LOCATION", 'parent is a file: make_path\'s text');
     is($got->{err}, $ref->{err}, 'parent is a file: same as the reference');
+    $got = outcome(sub { create_owned_file_fh('', $<) });
+    $ref = outcome(sub { ref_create_owned_file_fh('', $<) });
+    is($got->{err}, "unable to create file '' - No such file or directory\n", 'empty name: sysopen\'s ENOENT');
+    is($got->{err}, $ref->{err}, 'empty name: same as the reference');
     $got = outcome(sub { create_owned_file_fh("/proc/none/x/y", $<) });
     $ref = outcome(sub { ref_create_owned_file_fh("/proc/none/x/y", $<) });
     is($got->{err}, $ref->{err}, "parent that cannot be made: same as the reference ($ref->{err})");
