@@ -26,9 +26,10 @@
 /* A perl handle on fd, as sysopen with these flags makes one: its PerlIO
  * (which finds the offset where our write left it; PerlIO_fdopen makes the
  * fd inherited across exec only when it is one of $^F's), its IoTYPE. A glob
- * reference, blessed into class unless NULL. NULL with errno when PerlIO
- * cannot take the fd; it has then closed it, as perl's open does. */
-static SV *S_handle_of(pTHX_ int fd, int flags, const char *class)
+ * reference, named name (in perl's messages), blessed into class unless
+ * NULL. NULL with errno when PerlIO cannot take the fd; it has then closed
+ * it, as perl's open does. */
+static SV *S_handle_of(pTHX_ int fd, int flags, const char *class, const char *name)
 {
     char mode[8];
     int type;
@@ -44,7 +45,7 @@ static SV *S_handle_of(pTHX_ int fd, int flags, const char *class)
     if (!f)
         return NULL;
     gv = (GV *)newSV(0);
-    gv_init_pvn(gv, class ? gv_stashpv(class, GV_ADD) : PL_curstash, "__ANONIO__", 10, 0);
+    gv_init_pvn(gv, class ? gv_stashpv(class, GV_ADD) : PL_curstash, name, strlen(name), 0);
     io = GvIOn(gv);
     IoIFP(io) = f;
     if (type != IoTYPE_RDONLY)
@@ -55,7 +56,7 @@ static SV *S_handle_of(pTHX_ int fd, int flags, const char *class)
         sv_bless(rv, gv_stashpv(class, GV_ADD));
     return rv;
 }
-#define handle_of(fd, flags, class) S_handle_of(aTHX_ fd, flags, class)
+#define handle_of(fd, flags, class, name) S_handle_of(aTHX_ fd, flags, class, name)
 
 /* A name the reference passes to sysopen (a file, tempfile's dir), its
  * get-magic run: the private string, refused under -T when tainted, as
@@ -132,7 +133,7 @@ SV *ffxs_tempfile(pTHX_ SV *data, SV *perm, SV *dir, bool dir_given, SV *flags,
                                                                 : "unable to flush to tempfile: ");
         }
     }
-    fh = handle_of(fd, open_flags, "IO::File");
+    fh = handle_of(fd, open_flags, "IO::File", "__ANONIO__");
     err = errno;
     fd = -1;                /* PerlIO's now (closed by it if it failed) */
     LEAVE;
@@ -256,7 +257,9 @@ SV *ffxs_create_owned(pTHX_ SV *file, SV *uid, SV *gid, SV *perm)
         croak_errno_at(err, "failed to change owner of '%" SVf "' to %" SVf ":%" SVf " - ",
                        SVfARG(path), SVfARG(uid), SVfARG(gid));
     }
-    fh = handle_of(fd, O_WRONLY, NULL);
+    /* named as the reference's sysopen(my $fh, ...) names it in perl's
+     * messages ("Filehandle $fh opened only for output") */
+    fh = handle_of(fd, O_WRONLY, NULL, "$fh");
     err = errno;
     fd = -1;
     LEAVE;

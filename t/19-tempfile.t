@@ -210,6 +210,16 @@ unlink "$dir/file";
     my $rfh = ref_create_owned_file_fh($rfile, $<, $GID);
     is(mode_of($file), mode_of($rfile), 'mode as the reference (0640 less the umask)');
     is(mode_of("$dir/a/b"), mode_of("$dir/r/b"), 'parents mode as the reference');
+    # perl's messages name the handle as the reference's sysopen(my $fh) names it
+    my @said = map {
+        my ($h, @w) = ($_);
+        local $SIG{__WARN__} = sub { push @w, $_[0] =~ s/ at .*//sr };
+        my $line = readline($h);
+        IO::Handle::clearerr($h);      # the failed read's error: print works again
+        @w;
+    } $fh, $rfh;
+    is($said[0], 'Filehandle $fh opened only for output', 'a read warns naming $fh');
+    is($said[0], $said[1], 'a read warns as on the reference\'s');
     ok(print({$fh} "log\n") && close($fh), 'print and close');
     is(slurp($file), "log\n", 'written through the handle');
     my $again = outcome(sub { create_owned_file_fh($file, $<) });
