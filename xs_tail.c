@@ -76,7 +76,14 @@ SV *ffxs_file_read_last_line(pTHX_ SV *filename)
      * code (open, chdir, pack "p") takes the string up to its NUL */
     SvCUR_set(line, tail.line_len);
     *SvEND(line) = '\0';
-    if (TAINTING_get)
-        SvTAINTED_on(line);
+    /* read bytes are tainted, as sysread's; the '' of a file whose size
+     * reads 0 was never read (the reference's is a literal), though perl
+     * tainted it when it was made if the name was tainted */
+    if (TAINTING_get) {
+        if (tail.buf)
+            SvTAINTED_on(line);
+        else
+            SvTAINTED_off(line);
+    }
     return line;
 }

@@ -208,6 +208,13 @@ SV *ffxs_create_owned(pTHX_ SV *file, SV *uid, SV *gid, SV *perm)
     ENTER;
     SvGETMAGIC(file);
     path = open_name(file, op);
+    /* under -T a tainted perm (sysopen's), uid or gid (chown's) is refused
+     * before anything is made (the reference dies at its sysopen or chown,
+     * after making the directories, and for chown the file) */
+    if (SvTAINTED(perm) || SvTAINTED(uid) || SvTAINTED(gid)) {
+        TAINT;
+        taint_proper(NULL, op);
+    }
     uid_n = SvIV(uid);
     gid_n = SvIV(gid);
     if (!openable(path, op))

@@ -12,7 +12,7 @@ BEGIN { setlocale(LC_ALL, 'C') }
 
 use Test::More;
 use lib 't/lib';
-use FFTest qw(tempdir spew warnings_of in_child full_testing);
+use FFTest qw(tempdir spew warnings_of in_child full_testing run_perl);
 use Reference qw(ref_read_last_line);
 use FastFile qw(file_read_last_line);
 
@@ -180,4 +180,13 @@ SKIP: {
     ok(!utf8::is_utf8($got), 'not UTF8-flagged');
 }
 
+# -T: what was read is tainted, as sysread's bytes; the '' of a file whose
+# size reads 0 was never read: untainted, as the reference's literal
+{
+    my @files = (file_with("one\ntwo\n"), file_with("a\n\n"), file_with(''));
+    my $code = 'use FastFile qw(file_read_last_line); use Reference qw(ref_read_last_line); use Scalar::Util qw(tainted); '
+             . 'print join(" ", map { my $f = $_; map { tainted($_->($f)) ? 1 : 0 } \&file_read_last_line, \&ref_read_last_line } @ARGV), "\n"';
+    my ($status, $out) = run_perl($code, switches => ['-T'], args => \@files);
+    is($out, "1 1 1 1 0 0\n", '-T: the result tainted where the reference\'s is (two lines, "a\n\n", empty file)');
+}
 done_testing();

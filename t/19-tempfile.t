@@ -281,14 +281,18 @@ SKIP: {
              . 'sub { tempfile("${t}0600", dir => $d) }, sub { tempfile(undef, dir => $d, mode => "${t}2") }, '
              . 'sub { tempfile_contents("x", undef, dir => "$t$d") }, '
              . 'sub { create_owned_file_fh("$t$d/tainted", $<) }, sub { ref_create_owned_file_fh("$t$d/tainted", $<) }, '
+             . 'sub { create_owned_file_fh("$d/t-uid", "$t$<") }, sub { create_owned_file_fh("$d/t-gid", $<, "$t-1") }, '
+             . 'sub { create_owned_file_fh("$d/t-perm", $<, -1, "${t}0600") }, '
              . 'sub { tempfile_contents("$t data", undef, dir => $d) }) '
              . '{ print eval { $c->(); 1 } ? "ok\n" : $@ =~ /^(Insecure dependency in \w+)/ ? "$1\n" : "other: $@" }';
     my ($status, $out) = run_perl($code, switches => ["-T"], args => [$dir]);
     diag($out) if $ENV{TEST_VERBOSE};
     is($out, join('', map { "Insecure dependency in $_\n" } qw(tempfile sysopen tempfile tempfile tempfile
-                                                                create_owned_file_fh sysopen)) . "ok\n",
+                                                                create_owned_file_fh sysopen),
+                                                             ('create_owned_file_fh') x 3) . "ok\n",
        '-T: tainted arguments refused as the reference refuses them; tainted data written');
     ok(!-e "$dir/tainted", '-T: nothing created');
+    ok(!-e "$dir/t-$_", "-T: a tainted $_: nothing created") for qw(uid gid perm);
 }
 
 done_testing();
