@@ -18,10 +18,25 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* PerlIO's buffer: the reference's print of data this long or longer
  * writes (and fails) inside print, a shorter one only at its flush. */
 #define FF_PERLIO_BUFSIZ 8192
+
+/* The reference's text for a write of total bytes to the new file fd that
+ * failed: its print writes PerlIO's full 8 KiB buffers and fails when one
+ * of them does; the rest is written (and fails) at its flush. Where the
+ * kernel stopped taking bytes (ENOSPC, EFBIG at `ulimit -f`) is the file's
+ * offset: the file was empty, and one write put them from its start. */
+static const char *failed_write_text(int fd, size_t total)
+{
+    off_t done = lseek(fd, 0, SEEK_CUR);
+    size_t printed = total / FF_PERLIO_BUFSIZ * FF_PERLIO_BUFSIZ;
+
+    return done >= 0 && (size_t)done >= printed ? "unable to flush to tempfile: "
+                                                : "unable to write to tempfile: ";
+}
 
 /* A perl handle on fd, as sysopen with these flags makes one: its PerlIO
  * (which finds the offset where our write left it; PerlIO_fdopen makes the
@@ -127,10 +142,11 @@ SV *ffxs_tempfile(pTHX_ SV *data, SV *perm, SV *dir, bool dir_given, SV *flags,
             ors = payload(ors_sv, FALSE, &ors_len, op);
         err = ff_write_tail_all(fd, buf, len, ors, ors_len, &intr);
         if (err) {
+            const char *text = failed_write_text(fd, len + ors_len);
+
             ff_close_read(fd);
             fd = -1;
-            croak_errno(err, len + ors_len >= FF_PERLIO_BUFSIZ ? "unable to write to tempfile: "
-                                                                : "unable to flush to tempfile: ");
+            croak_errno(err, "%s", text);
         }
     }
     fh = handle_of(fd, open_flags, "IO::File", "__ANONIO__");

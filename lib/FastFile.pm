@@ -759,9 +759,10 @@ C<dir> that exists and is writable, or close descriptors.
 =item C<unable to write to tempfile: $!>, C<unable to flush to tempfile: $!>
 
 C<tempfile_contents> could not write the data (C<ENOSPC>, C<EFBIG>,
-C<EIO>); the file is closed, nothing is left. The reference's texts: "write"
-for data of 8 KiB or more (its C<print> fails), "flush" for less (its
-C<flush> fails). Free space in the directory, or give another C<dir>.
+C<EIO>); the file is closed, nothing is left. The reference's texts, as its
+C<print> through an 8 KiB buffer fails: "write" when the kernel stopped
+within the data's whole 8 KiB blocks (its C<print> fails), "flush" when
+only in the rest after them, or for data under 8 KiB (its C<flush> fails). Free space in the directory, or give another C<dir>.
 
 =item C<unable to create file 'FILE' - $!>
 

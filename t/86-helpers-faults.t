@@ -245,4 +245,30 @@ SKIP: {
     $fs->unmount;
 }
 
+# ------------------------------- a write the kernel stops part way (EFBIG)
+
+# Under `ulimit -f` the kernel takes the bytes up to the limit, then says
+# EFBIG (SIGXFSZ ignored): the reference's print fails when one of its full
+# 8 KiB buffers does, its flush when only the rest does. The same texts,
+# data and $\ around the limit L (a multiple of 8 KiB).
+{
+    my $code = 'use FastFile qw(tempfile_contents); use Reference (); require IO::File; $SIG{XFSZ} = "IGNORE"; '
+             . 'open my $p, ">", "$ARGV[0]/limit" or die; syswrite $p, "x" x (1 << 20); close $p; my $L = -s "$ARGV[0]/limit"; '
+             . 'unlink "$ARGV[0]/limit"; '
+             . 'for my $c ([$L, ""], [$L + 1, ""], [$L + 8191, ""], [$L + 8192, ""], [$L + 8191, "\n"], [$L - 8192, "\n"]) { '
+             . '  my ($n) = $c->[0] - $L; '
+             . '  print "L", ($n < 0 ? $n : "+$n"), (length $c->[1] ? " \$\\\\" : ""), ": ", join(" | ", map { my $f = $_; '
+             . '    local $\ = $c->[1]; eval { my @r = $f->("z" x $c->[0], undef, dir => $ARGV[0]); "ok" } // ($@ =~ s/\n//r) } '
+             . '    \&tempfile_contents, \&Reference::ref_tempfile_contents), "\n" }';
+    my ($status, $out) = run_perl($code, args => [$dir], ulimit_f => 128);
+    my @lines = split /\n/, $out;
+    is(scalar @lines, 6, '`ulimit -f`: six cases') or diag($out);
+    for (@lines) {
+        my ($case, $got, $ref) = /^(.*?): (.*) \| (.*)\z/ or next;
+        is($got, $ref, "`ulimit -f`, data of $case: as the reference ($ref)");
+    }
+    like($out, qr/^L\+1: unable to flush to tempfile: File too large \|/m, '`ulimit -f`: the rest fails at the flush');
+    like($out, qr/^L\+8192: unable to write to tempfile: File too large \|/m, '`ulimit -f`: a full buffer fails at the print');
+}
+
 done_testing();
