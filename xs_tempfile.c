@@ -267,8 +267,11 @@ SV *ffxs_create_owned(pTHX_ SV *file, SV *uid, SV *gid, SV *perm)
     SAVEDESTRUCTOR_X(ffxs_close_fd_at_leave, &fd);
     err = ff_create_owned(SvPVX(path), (uid_t)uid_n, (gid_t)gid_n, (mode_t)SvIV(perm), &fd,
                           &step, &unlink_err, &intr);
-    if (err == ENOTDIR && step == FF_STEP_OPEN)
-        croak_make_path(dir);       /* a file where the directory should be */
+    /* a file where the directory should be (ENOTDIR), or a dangling
+     * symlink (ENOENT): make_path croaks there, as its -d finds no
+     * directory; croak_make_path returns when dir is one */
+    if ((err == ENOTDIR || err == ENOENT) && step == FF_STEP_OPEN)
+        croak_make_path(dir);
     if (err && step == FF_STEP_OPEN)
         croak_errno(err, "unable to create file '%" SVf "' - ", SVfARG(path));
     if (err) {
