@@ -241,7 +241,11 @@ SKIP: {
     ok($r->{ok}, 'named file, EINTR and a dying handler: the loop ran') or diag($r->{err});
     is($died, $calls + 1, "named file, EINTR and a dying handler: each call died with the handler's die")
         or diag(show($r));
-    cmp_ok($grew // 1e9, '<=', 64, "named file, EINTR and a dying handler: the process did not grow ($calls calls)");
+    SKIP: {
+        # (ASan's quarantine holds freed memory: the process grows anyway)
+        skip 'the size of the process says nothing under ASan', 1 if ($ENV{LD_PRELOAD} // '') =~ /asan/;
+        cmp_ok($grew // 1e9, '<=', 64, "named file, EINTR and a dying handler: the process did not grow ($calls calls)");
+    }
     $fs->unmount;
 }
 
