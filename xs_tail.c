@@ -50,7 +50,7 @@ SV *ffxs_file_read_last_line(pTHX_ SV *filename)
             warn_soft(packWARN(WARN_UNINITIALIZED), FALSE, "Use of uninitialized value in %s", op);
         LEAVE;
         SETERRNO(ENOENT, LIB_INVARG);
-        return &PL_sv_undef;
+        return sv_newmortal();    /* undef the caller may modify, as the reference's */
     }
     path = path_arg(filename, NULL);
     SAVEDESTRUCTOR_X(ffxs_close_fd_at_leave, &fd);
@@ -58,7 +58,7 @@ SV *ffxs_file_read_last_line(pTHX_ SV *filename)
     if (err == ENOENT) {
         LEAVE;
         SETERRNO(err, 0);
-        return &PL_sv_undef;
+        return sv_newmortal();    /* undef the caller may modify, as the reference's */
     }
     if (err)
         croak_errno(err, "file '%" SVf "' exists but open for reading failed - ", SVfARG(path));

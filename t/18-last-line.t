@@ -121,6 +121,12 @@ same("''", '', undef);
 {
     my $w = warnings_of(sub { is(file_read_last_line(undef), undef, 'undef: undef') });
 }
+# the undef is the caller's to modify, as the reference's return undef
+# (not perl's read-only undef): an alias to it can be assigned
+for my $name ("$dir/none", '') {
+    ok(eval { $_ //= '' for file_read_last_line($name), ref_read_last_line($name); 1 },
+       "no file ('$name'): the undef returned can be assigned through an alias") or diag($@);
+}
 
 # another open failure: the reference's text and $!
 SKIP: {
