@@ -933,7 +933,10 @@ with one C<write(2)> (the reference: one per 8 KiB), and its warnings
 follow FastFile's scope (they are on) and say C<tempfile_contents>, not
 C<print>. C<create_owned_file_fh> removes the file when setting its owner
 fails (the reference passes its handle to C<unlink>, which removes
-nothing, and warns); it does not load C<File::Path>.
+nothing, and warns); it does not load C<File::Path>. Under C<-T> it refuses
+a tainted C<$uid>, C<$gid> or C<$perm> before making anything (the
+reference dies in its C<sysopen> or C<chown>, after making the directories
+and, for C<chown>, the file).
 
 =item *
 
