@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -37,21 +38,21 @@ static inline int ff_memfd_create(const char *name)
 }
 #endif
 
-/* The reference's fallback: <dir>/.tmpfile.<pid>, exclusive, unlinked at once. */
+/* The reference's fallback: <dir>/.tmpfile.<pid>, exclusive, unlinked at once.
+ * The name is on the stack: a signal handler that dies in the open's EINTR
+ * retry leaves this function by longjmp, and would leak a malloc'd one. */
 static int open_named(const char *dir, int flags, mode_t perm, int *fd,
                       const struct ff_eintr *intr)
 {
-    size_t len = strlen(dir) + sizeof("/.tmpfile.") + 3 * sizeof(long);
-    char *path = malloc(len);
+    char path[PATH_MAX + sizeof("/.tmpfile.") + 3 * sizeof(long)];
     int err;
 
-    if (!path)
-        return ENOMEM;
-    snprintf(path, len, "%s/.tmpfile.%ld", dir, (long)getpid());
+    if (strlen(dir) >= PATH_MAX)
+        return ENAMETOOLONG;    /* as open(2) finds it */
+    snprintf(path, sizeof path, "%s/.tmpfile.%ld", dir, (long)getpid());
     FF_SYSCALL(err, intr, *fd = open(path, flags | O_CREAT | O_EXCL, perm));
     if (!err)
         (void)unlink(path);         /* as the reference: its result unchecked */
-    free(path);
     return err;
 }
 

@@ -50,7 +50,7 @@ SV *ffxs_file_read_last_line(pTHX_ SV *filename)
             warn_soft(packWARN(WARN_UNINITIALIZED), FALSE, "Use of uninitialized value in %s", op);
         LEAVE;
         SETERRNO(ENOENT, LIB_INVARG);
-        return &PL_sv_undef;
+        return sv_newmortal();    /* undef the caller may modify, as the reference's */
     }
     path = path_arg(filename, NULL);
     SAVEDESTRUCTOR_X(ffxs_close_fd_at_leave, &fd);
@@ -58,7 +58,7 @@ SV *ffxs_file_read_last_line(pTHX_ SV *filename)
     if (err == ENOENT) {
         LEAVE;
         SETERRNO(err, 0);
-        return &PL_sv_undef;
+        return sv_newmortal();    /* undef the caller may modify, as the reference's */
     }
     if (err)
         croak_errno(err, "file '%" SVf "' exists but open for reading failed - ", SVfARG(path));
@@ -72,11 +72,18 @@ SV *ffxs_file_read_last_line(pTHX_ SV *filename)
     LEAVE;
     if (tail.line_len && tail.line)
         Move(tail.buf + tail.line, tail.buf, tail.line_len, char);
-    if (tail.line_len) {
-        SvCUR_set(line, tail.line_len);
-        *SvEND(line) = '\0';
+    /* terminated whatever its length: the reads filled the buffer, and C
+     * code (open, chdir, pack "p") takes the string up to its NUL */
+    SvCUR_set(line, tail.line_len);
+    *SvEND(line) = '\0';
+    /* read bytes are tainted, as sysread's; the '' of a file whose size
+     * reads 0 was never read (the reference's is a literal), though perl
+     * tainted it when it was made if the name was tainted */
+    if (TAINTING_get) {
+        if (tail.buf)
+            SvTAINTED_on(line);
+        else
+            SvTAINTED_off(line);
     }
-    if (TAINTING_get)
-        SvTAINTED_on(line);
     return line;
 }

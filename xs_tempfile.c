@@ -18,55 +18,84 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* PerlIO's buffer: the reference's print of data this long or longer
  * writes (and fails) inside print, a shorter one only at its flush. */
 #define FF_PERLIO_BUFSIZ 8192
 
+/* The reference's text for a write of total bytes to the new file fd that
+ * failed: its print writes PerlIO's full 8 KiB buffers and fails when one
+ * of them does; the rest is written (and fails) at its flush. Where the
+ * kernel stopped taking bytes (ENOSPC, EFBIG at `ulimit -f`) is the file's
+ * offset: the file was empty, and one write put them from its start. */
+static const char *failed_write_text(int fd, size_t total)
+{
+    off_t done = lseek(fd, 0, SEEK_CUR);
+    size_t printed = total / FF_PERLIO_BUFSIZ * FF_PERLIO_BUFSIZ;
+
+    return done >= 0 && (size_t)done >= printed ? "unable to flush to tempfile: "
+                                                : "unable to write to tempfile: ";
+}
+
 /* A perl handle on fd, as sysopen with these flags makes one: its PerlIO
  * (which finds the offset where our write left it; PerlIO_fdopen makes the
  * fd inherited across exec only when it is one of $^F's), its IoTYPE. A glob
- * reference, blessed into class unless NULL. NULL with errno when PerlIO
- * cannot take the fd; it has then closed it, as perl's open does. */
-static SV *S_handle_of(pTHX_ int fd, int flags, const char *class)
+ * reference, named name (in perl's messages), blessed into class unless
+ * NULL. NULL with errno when PerlIO cannot take the fd; it has then closed
+ * it, as perl's open does. */
+static SV *S_handle_of(pTHX_ int fd, int flags, const char *class, const char *name)
 {
-    const char *mode;
-    char type;
+    char mode[8];
+    int type;
     PerlIO *f;
     GV *gv;
     IO *io;
     SV *rv;
 
-    switch (flags & O_ACCMODE) {
-    case O_RDONLY:
-        mode = "r";
-        type = IoTYPE_RDONLY;
-        break;
-    case O_WRONLY:
-        mode = flags & O_APPEND ? "a" : "w";
-        type = flags & O_APPEND ? IoTYPE_APPEND : IoTYPE_WRONLY;
-        break;
-    default:
-        mode = flags & O_APPEND ? "a+" : "r+";
-        type = flags & O_APPEND ? IoTYPE_APPEND : IoTYPE_RDWR;
-        break;
-    }
+    /* the mode and IoTYPE as sysopen derives them from the flags (its
+     * type is by access mode alone: O_APPEND changes the mode, not it) */
+    type = PerlIO_intmode2str(flags, mode, NULL);
     f = PerlIO_fdopen(fd, mode);
     if (!f)
         return NULL;
     gv = (GV *)newSV(0);
-    gv_init_pvn(gv, class ? gv_stashpv(class, GV_ADD) : PL_curstash, "__ANONIO__", 10, 0);
+    gv_init_pvn(gv, class ? gv_stashpv(class, GV_ADD) : PL_curstash, name, strlen(name), 0);
     io = GvIOn(gv);
     IoIFP(io) = f;
     if (type != IoTYPE_RDONLY)
         IoOFP(io) = f;
-    IoTYPE(io) = type;
+    IoTYPE(io) = (char)type;
     rv = sv_2mortal(newRV_noinc((SV *)gv));
     if (class)
         sv_bless(rv, gv_stashpv(class, GV_ADD));
     return rv;
 }
-#define handle_of(fd, flags, class) S_handle_of(aTHX_ fd, flags, class)      /* for tests only: how the last file was made */
+#define handle_of(fd, flags, class, name) S_handle_of(aTHX_ fd, flags, class, name)
+
+/* A name the reference passes to sysopen (a file, tempfile's dir), its
+ * get-magic run: the private string, refused under -T when tainted, as
+ * sysopen refuses it. An empty one is returned as it is (the caller fails
+ * as sysopen fails on it, ENOENT, with the reference's text); only undef
+ * croaks (path_arg). */
+static SV *S_open_name(pTHX_ SV *name, const char *op)
+{
+    SV *snap = name_snapshot(name), *path;
+
+    if (!SvOK(snap))
+        return path_arg(snap, op);
+    path = stringified(snap);
+    if (SvTAINTED(snap) || SvTAINTED(path)) {
+        TAINT;
+        taint_proper(NULL, op);
+    }
+    return path;
+}
+#define open_name(name, op) S_open_name(aTHX_ name, op)
+
+/* sysopen's verdict on a name before the kernel's: FALSE (ENOENT) for ""
+ * and for a NUL byte in it (with perl's warning). */
+#define openable(path, op) (SvCUR(path) > 0 && safe_path(path, op))
 
 SV *ffxs_tempfile(pTHX_ SV *data, SV *perm, SV *dir, bool dir_given, SV *flags,
                   bool allow_links)
@@ -90,7 +119,7 @@ SV *ffxs_tempfile(pTHX_ SV *data, SV *perm, SV *dir, bool dir_given, SV *flags,
     /* under -T, a tainted directory, perm or mode is refused, as the
      * reference's sysopen refuses it */
     SvGETMAGIC(dir);
-    dir_sv = path_arg(name_snapshot(dir), "tempfile");
+    dir_sv = open_name(dir, "tempfile");
     SvGETMAGIC(perm);
     SvGETMAGIC(flags);
     if (SvTAINTED(perm) || SvTAINTED(flags)) {
@@ -99,7 +128,7 @@ SV *ffxs_tempfile(pTHX_ SV *data, SV *perm, SV *dir, bool dir_given, SV *flags,
     }
     open_flags = (int)SvIV(flags);
     SAVEDESTRUCTOR_X(ffxs_close_fd_at_leave, &fd);
-    err = safe_path(dir_sv, "tempfile")
+    err = openable(dir_sv, "tempfile")
               ? ff_tempfile_open(SvPVX(dir_sv), dir_given, open_flags, allow_links,
                                  (mode_t)SvIV(perm), &fd, &intr)
               : ENOENT;
@@ -113,13 +142,14 @@ SV *ffxs_tempfile(pTHX_ SV *data, SV *perm, SV *dir, bool dir_given, SV *flags,
             ors = payload(ors_sv, FALSE, &ors_len, op);
         err = ff_write_tail_all(fd, buf, len, ors, ors_len, &intr);
         if (err) {
+            const char *text = failed_write_text(fd, len + ors_len);
+
             ff_close_read(fd);
             fd = -1;
-            croak_errno(err, len + ors_len >= FF_PERLIO_BUFSIZ ? "unable to write to tempfile: "
-                                                                : "unable to flush to tempfile: ");
+            croak_errno(err, "%s", text);
         }
     }
-    fh = handle_of(fd, open_flags, "IO::File");
+    fh = handle_of(fd, open_flags, "IO::File", "__ANONIO__");
     err = errno;
     fd = -1;                /* PerlIO's now (closed by it if it failed) */
     LEAVE;
@@ -193,10 +223,17 @@ SV *ffxs_create_owned(pTHX_ SV *file, SV *uid, SV *gid, SV *perm)
 
     ENTER;
     SvGETMAGIC(file);
-    path = path_arg(name_snapshot(file), op);
+    path = open_name(file, op);
+    /* under -T a tainted perm (sysopen's), uid or gid (chown's) is refused
+     * before anything is made (the reference dies at its sysopen or chown,
+     * after making the directories, and for chown the file) */
+    if (SvTAINTED(perm) || SvTAINTED(uid) || SvTAINTED(gid)) {
+        TAINT;
+        taint_proper(NULL, op);
+    }
     uid_n = SvIV(uid);
     gid_n = SvIV(gid);
-    if (!safe_path(path, op))       /* as sysopen: ENOENT */
+    if (!openable(path, op))
         croak_errno(ENOENT, "unable to create file '%" SVf "' - ", SVfARG(path));
     /* File::Path::make_path of the parent: it croaks "mkdir <dir>: <$!>"
      * for the level that failed, which ff_mkdir_p leaves in dir */
@@ -230,8 +267,11 @@ SV *ffxs_create_owned(pTHX_ SV *file, SV *uid, SV *gid, SV *perm)
     SAVEDESTRUCTOR_X(ffxs_close_fd_at_leave, &fd);
     err = ff_create_owned(SvPVX(path), (uid_t)uid_n, (gid_t)gid_n, (mode_t)SvIV(perm), &fd,
                           &step, &unlink_err, &intr);
-    if (err == ENOTDIR && step == FF_STEP_OPEN)
-        croak_make_path(dir);       /* a file where the directory should be */
+    /* a file where the directory should be (ENOTDIR), or a dangling
+     * symlink (ENOENT): make_path croaks there, as its -d finds no
+     * directory; croak_make_path returns when dir is one */
+    if ((err == ENOTDIR || err == ENOENT) && step == FF_STEP_OPEN)
+        croak_make_path(dir);
     if (err && step == FF_STEP_OPEN)
         croak_errno(err, "unable to create file '%" SVf "' - ", SVfARG(path));
     if (err) {
@@ -243,7 +283,9 @@ SV *ffxs_create_owned(pTHX_ SV *file, SV *uid, SV *gid, SV *perm)
         croak_errno_at(err, "failed to change owner of '%" SVf "' to %" SVf ":%" SVf " - ",
                        SVfARG(path), SVfARG(uid), SVfARG(gid));
     }
-    fh = handle_of(fd, O_WRONLY, NULL);
+    /* named as the reference's sysopen(my $fh, ...) names it in perl's
+     * messages ("Filehandle $fh opened only for output") */
+    fh = handle_of(fd, O_WRONLY, NULL, "$fh");
     err = errno;
     fd = -1;
     LEAVE;

@@ -732,7 +732,9 @@ causes it, then what to do.
 =item C<file name is undefined or empty>
 
 C<$filename> is C<undef> or C<"">. Check the variable that should hold the
-path (C<file_read_firstline> returns C<undef> for it instead).
+path (C<file_read_firstline> returns C<undef> for it instead; for C<"">,
+C<create_owned_file_fh> and C<tempfile>'s C<dir> fail as the reference's
+C<sysopen> does, C<No such file or directory>).
 
 =item C<unable to open file 'TEMP' - $!>
 
@@ -935,9 +937,10 @@ C<dir> that exists and is writable, or close descriptors.
 =item C<unable to write to tempfile: $!>, C<unable to flush to tempfile: $!>
 
 C<tempfile_contents> could not write the data (C<ENOSPC>, C<EFBIG>,
-C<EIO>); the file is closed, nothing is left. The reference's texts: "write"
-for data of 8 KiB or more (its C<print> fails), "flush" for less (its
-C<flush> fails). Free space in the directory, or give another C<dir>.
+C<EIO>); the file is closed, nothing is left. The reference's texts, as its
+C<print> through an 8 KiB buffer fails: "write" when the kernel stopped
+within the data's whole 8 KiB blocks (its C<print> fails), "flush" when
+only in the rest after them, or for data under 8 KiB (its C<flush> fails). Free space in the directory, or give another C<dir>.
 
 =item C<unable to create file 'FILE' - $!>
 
@@ -1129,7 +1132,10 @@ with one C<write(2)> (the reference: one per 8 KiB), and its warnings
 follow FastFile's scope (they are on) and say C<tempfile_contents>, not
 C<print>. C<create_owned_file_fh> removes the file when setting its owner
 fails (the reference passes its handle to C<unlink>, which removes
-nothing, and warns); it does not load C<File::Path>.
+nothing, and warns); it does not load C<File::Path>. Under C<-T> it refuses
+a tainted C<$uid>, C<$gid> or C<$perm> before making anything (the
+reference dies in its C<sysopen> or C<chown>, after making the directories
+and, for C<chown>, the file).
 
 =item *
 

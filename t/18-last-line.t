@@ -12,7 +12,7 @@ BEGIN { setlocale(LC_ALL, 'C') }
 
 use Test::More;
 use lib 't/lib';
-use FFTest qw(tempdir spew warnings_of in_child full_testing);
+use FFTest qw(tempdir spew warnings_of in_child full_testing run_perl);
 use Reference qw(ref_read_last_line);
 use FastFile qw(file_read_last_line);
 
@@ -42,6 +42,14 @@ sub same {
            "$label: same as the reference") or diag('got ' . show($got->{value}) . ', want ' . show($ref->{value}));
     } else {
         is($got->{err}, $ref->{err}, "$label: dies as the reference");
+    }
+    # the string ends with its NUL, as C code that takes it (open, chdir)
+    # reads it: the reads filled the buffer beyond an empty or short line.
+    # (The result itself: a copy would be terminated by perl.)
+    if (defined $got->{value} && $got->{value} !~ /\0/) {
+        no warnings 'pack';     # a pointer to the call's own (temporary) result
+        is(unpack('p', pack('p', file_read_last_line($path))), $got->{value},
+           "$label: the result's C string is the result");
     }
     is($got->{value}, $want, "$label: " . show($want)) if @_ > 2;
     return $got;
@@ -113,6 +121,12 @@ same("''", '', undef);
 {
     my $w = warnings_of(sub { is(file_read_last_line(undef), undef, 'undef: undef') });
 }
+# the undef is the caller's to modify, as the reference's return undef
+# (not perl's read-only undef): an alias to it can be assigned
+for my $name ("$dir/none", '') {
+    ok(eval { $_ //= '' for file_read_last_line($name), ref_read_last_line($name); 1 },
+       "no file ('$name'): the undef returned can be assigned through an alias") or diag($@);
+}
 
 # another open failure: the reference's text and $!
 SKIP: {
@@ -172,4 +186,13 @@ SKIP: {
     ok(!utf8::is_utf8($got), 'not UTF8-flagged');
 }
 
+# -T: what was read is tainted, as sysread's bytes; the '' of a file whose
+# size reads 0 was never read: untainted, as the reference's literal
+{
+    my @files = (file_with("one\ntwo\n"), file_with("a\n\n"), file_with(''));
+    my $code = 'use FastFile qw(file_read_last_line); use Reference qw(ref_read_last_line); use Scalar::Util qw(tainted); '
+             . 'print join(" ", map { my $f = $_; map { tainted($_->($f)) ? 1 : 0 } \&file_read_last_line, \&ref_read_last_line } @ARGV), "\n"';
+    my ($status, $out) = run_perl($code, switches => ['-T'], args => \@files);
+    is($out, "1 1 1 1 0 0\n", '-T: the result tainted where the reference\'s is (two lines, "a\n\n", empty file)');
+}
 done_testing();

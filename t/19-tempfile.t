@@ -157,7 +157,8 @@ for my $case (@data) {
 for my $case ([ 'perm 0644', [0644] ], [ 'perm 0', [0] ], [ 'dir', [undef, dir => $dir] ],
               [ 'dir, allow_links', [undef, dir => $dir, allow_links => 1] ],
               [ 'O_WRONLY', [undef, dir => $dir, mode => O_WRONLY] ],
-              [ 'O_RDWR|O_APPEND', [undef, dir => $dir, mode => O_RDWR | O_APPEND] ]) {
+              [ 'O_RDWR|O_APPEND', [undef, dir => $dir, mode => O_RDWR | O_APPEND] ],
+              [ 'O_WRONLY|O_APPEND', [undef, dir => $dir, mode => O_WRONLY | O_APPEND] ]) {
     my ($label, $args) = @$case;
     my $got = outcome(sub { tempfile(@$args) });
     my $ref = outcome(sub { ref_tempfile(@$args) });
@@ -168,6 +169,16 @@ for my $case ([ 'perm 0644', [0644] ], [ 'perm 0', [0] ], [ 'dir', [undef, dir =
     ok(print({$fh} 'data') && $fh->flush, "$label: print");
     print {$rfh} 'data';
     $rfh->flush;
+    # a read warns as on the reference's (the handle's type, as sysopen
+    # sets it from the access mode: "opened only for output")
+    my @said = map {
+        my ($h, @w) = ($_);
+        local $SIG{__WARN__} = sub { push @w, $_[0] =~ /(opened only for \w+)/ ? $1 : $_[0] };
+        seek($h, 0, 0);
+        my $line = readline($h);
+        join(',', @w) || 'nothing';
+    } $fh, $rfh;
+    is($said[0], $said[1], "$label: a read warns as on the reference's ($said[1])");
     no warnings 'io';    # reading a write-only handle
     my ($r1, $r2) = map { seek($_, 0, 0); my $b; my $r = read($_, $b, 10); defined $r ? $b : 'failed' } $fh, $rfh;
     is($r1, $r2, "$label: reading back as the reference ($r2)");
@@ -177,7 +188,7 @@ for my $case ([ 'perm 0644', [0644] ], [ 'perm 0', [0] ], [ 'dir', [undef, dir =
     $rfh->flush;
     is(-s $fh, -s $rfh, "$label: print after seek lands where the reference's does");
 }
-for my $case ([ 'missing dir', "$dir/none" ], [ 'a file as dir', do { spew("$dir/file", ''); "$dir/file" } ]) {
+for my $case ([ 'missing dir', "$dir/none" ], [ 'empty dir', '' ], [ 'a file as dir', do { spew("$dir/file", ''); "$dir/file" } ]) {
     my ($label, $d) = @$case;
     my $got = outcome(sub { tempfile(undef, dir => $d) });
     my $ref = outcome(sub { ref_tempfile(undef, dir => $d) });
@@ -199,6 +210,16 @@ unlink "$dir/file";
     my $rfh = ref_create_owned_file_fh($rfile, $<, $GID);
     is(mode_of($file), mode_of($rfile), 'mode as the reference (0640 less the umask)');
     is(mode_of("$dir/a/b"), mode_of("$dir/r/b"), 'parents mode as the reference');
+    # perl's messages name the handle as the reference's sysopen(my $fh) names it
+    my @said = map {
+        my ($h, @w) = ($_);
+        local $SIG{__WARN__} = sub { push @w, $_[0] =~ s/ at .*//sr };
+        my $line = readline($h);
+        IO::Handle::clearerr($h);      # the failed read's error: print works again
+        @w;
+    } $fh, $rfh;
+    is($said[0], 'Filehandle $fh opened only for output', 'a read warns naming $fh');
+    is($said[0], $said[1], 'a read warns as on the reference\'s');
     ok(print({$fh} "log\n") && close($fh), 'print and close');
     is(slurp($file), "log\n", 'written through the handle');
     my $again = outcome(sub { create_owned_file_fh($file, $<) });
@@ -216,6 +237,17 @@ unlink "$dir/file";
     $ref = outcome(sub { ref_create_owned_file_fh("$file/y", $<) });
     is($got->{err}, "mkdir $file: File exists at LOCATION", 'parent is a file: make_path\'s text');
     is($got->{err}, $ref->{err}, 'parent is a file: same as the reference');
+    symlink("$dir/nowhere", "$dir/dangling") or die "symlink: $!";
+    $got = outcome(sub { create_owned_file_fh("$dir/dangling/x", $<) });
+    $ref = outcome(sub { ref_create_owned_file_fh("$dir/dangling/x", $<) });
+    is($got->{err}, "mkdir $dir/dangling: File exists at LOCATION", 'parent a dangling symlink: make_path\'s text');
+    is($got->{err}, $ref->{err}, 'parent a dangling symlink: same as the reference');
+    ok(!-e "$dir/nowhere", 'parent a dangling symlink: nothing made where it points');
+    unlink "$dir/dangling";
+    $got = outcome(sub { create_owned_file_fh('', $<) });
+    $ref = outcome(sub { ref_create_owned_file_fh('', $<) });
+    is($got->{err}, "unable to create file '' - No such file or directory\n", 'empty name: sysopen\'s ENOENT');
+    is($got->{err}, $ref->{err}, 'empty name: same as the reference');
     $got = outcome(sub { create_owned_file_fh("/proc/none/x/y", $<) });
     $ref = outcome(sub { ref_create_owned_file_fh("/proc/none/x/y", $<) });
     is($got->{err}, $ref->{err}, "parent that cannot be made: same as the reference ($ref->{err})");
@@ -256,14 +288,18 @@ SKIP: {
              . 'sub { tempfile("${t}0600", dir => $d) }, sub { tempfile(undef, dir => $d, mode => "${t}2") }, '
              . 'sub { tempfile_contents("x", undef, dir => "$t$d") }, '
              . 'sub { create_owned_file_fh("$t$d/tainted", $<) }, sub { ref_create_owned_file_fh("$t$d/tainted", $<) }, '
+             . 'sub { create_owned_file_fh("$d/t-uid", "$t$<") }, sub { create_owned_file_fh("$d/t-gid", $<, "$t-1") }, '
+             . 'sub { create_owned_file_fh("$d/t-perm", $<, -1, "${t}0600") }, '
              . 'sub { tempfile_contents("$t data", undef, dir => $d) }) '
              . '{ print eval { $c->(); 1 } ? "ok\n" : $@ =~ /^(Insecure dependency in \w+)/ ? "$1\n" : "other: $@" }';
     my ($status, $out) = run_perl($code, switches => ["-T"], args => [$dir]);
     diag($out) if $ENV{TEST_VERBOSE};
     is($out, join('', map { "Insecure dependency in $_\n" } qw(tempfile sysopen tempfile tempfile tempfile
-                                                                create_owned_file_fh sysopen)) . "ok\n",
+                                                                create_owned_file_fh sysopen),
+                                                             ('create_owned_file_fh') x 3) . "ok\n",
        '-T: tainted arguments refused as the reference refuses them; tainted data written');
     ok(!-e "$dir/tainted", '-T: nothing created');
+    ok(!-e "$dir/t-$_", "-T: a tainted $_: nothing created") for qw(uid gid perm);
 }
 
 done_testing();

@@ -155,6 +155,24 @@ push @paths,
   'croak: writer commit twice' => sub { my $w = FastFile::Writer->new($f); $w->commit; $w->commit },
   'croak: writer bad option' => sub { FastFile::Writer->new($f, { if_changed => 1 }) },
   'croak: writer rename'     => sub { my $w = FastFile::Writer->new("$dir/fulldir"); $w->print('x'); $w->commit };
+# PVE::File's helpers (the handles they return closed with their scope)
+file_set_contents("$dir/log", "first\n" . ('x' x 70_000) . "\nlast\n");
+my $owned = 0;
+push @paths,
+  'last line'                => sub { file_read_last_line("$dir/log") },
+  'last line, block doubled' => sub { file_read_last_line("$dir/big") },
+  'last line missing (undef)' => sub { file_read_last_line("$dir/missing") },
+  'last line empty file'     => sub { file_read_last_line("$dir/empty") },
+  'croak: last line directory' => sub { file_read_last_line("$dir/isdir") },
+  'croak: last line /proc'   => sub { file_read_last_line('/proc/self/status') },
+  'tempfile'                 => sub { my $fh = tempfile(0600, dir => $dir) },
+  'tempfile_contents'        => sub { my ($p, $fh) = tempfile_contents($latin, undef, dir => $dir) },
+  'tempfile_contents wide $\\' => sub { local $\ = "\n"; my ($p, $fh) = tempfile_contents($wide, undef, dir => $dir) },
+  'croak: tempfile no dir'   => sub { tempfile(undef, dir => "$dir/nodir") },
+  'croak: tempfile_contents FETCH dies' => sub { tempfile_contents($dies, undef, dir => $dir) },
+  'create_owned_file_fh'     => sub { my $fh = create_owned_file_fh("$dir/owned/" . ++$owned, $<) },
+  'croak: create_owned exists' => sub { create_owned_file_fh($f, $<) },
+  'croak: create_owned parent is a file' => sub { create_owned_file_fh("$f/x/y", $<) };
 
 my %croaks;
 for (my $i = 0; $i < @paths; $i += 2) {
