@@ -530,7 +530,9 @@ static int acl_group_as_others(char *acl, size_t len)
     return 1;
 }
 
-/* preserve: the old file's owner, its ACL, then its mode. After the data
+/* preserve: the old file's owner, its ACL, then its mode. Where the owner
+ * or the group cannot be kept, their set-id bit is not given to the one
+ * the file has instead (nor, for the group, the old group's bits). After the data
  * is written: a write by a user without CAP_FSETID clears set-id bits, and
  * chown may clear them too; chmod last restores them. The ACL before the
  * mode: the old mode's group bits are the ACL's mask, and set without the
@@ -543,8 +545,14 @@ static int preserve_old(struct ff_atomic *a)
 
     a->step = FF_STEP_OWNER;
     FF_SYSCALL(err, a->intr, fchown(a->fd, a->old.st_uid, a->old.st_gid));
-    if (err == EPERM)   /* not root: a member of the file's group may still set the group */
+    if (err == EPERM) {     /* not root: the owner stays the writer */
+        /* set-user-ID would run the file as the writer, not as its old
+         * owner: kept only when the old owner is the writer */
+        if (a->old.st_uid != geteuid())
+            mode &= ~(mode_t)S_ISUID;
+        /* a member of the file's group may still set the group */
         FF_SYSCALL(err, a->intr, fchown(a->fd, (uid_t)-1, a->old.st_gid));
+    }
     if (err == EPERM) {     /* the group is the writer's, not the old one */
         if (a->acl && acl_group_as_others(a->acl, a->acl_len))
             mode &= ~(mode_t)S_ISGID;

@@ -192,12 +192,17 @@ writer's, and the old group's bits do not go to it: the group bits are
 those the old file gave both its group and everyone else (its group bits
 and its others' bits in common), without the set-group-ID bit. So C<02660>
 becomes C<0600>, C<0664> C<0644>, C<02775> C<0755>; the owner's and
-others' bits (and set-user-ID, sticky) are kept. With an ACL (one with a
+others' bits (and sticky) are kept. Likewise, where the owner cannot be
+kept (a non-root writer over another user's file), the new file is the
+writer's and has no set-user-ID bit, which would run it as the writer
+instead of its old owner: C<04755> becomes C<0755> (C<06775> C<02775> for
+a member of the old group, who keeps the group); the writer's own
+set-user-ID file keeps it. With an ACL (one with a
 mask, which the group bits then are) the mask and the named users and
 groups are kept, and the ACL's entry for the owning group is limited to
 its entry for others, without the set-group-ID bit.
 Otherwise C<perm> applies. +3 syscalls (C<lstat>,
-C<fchown>, C<fchmod>; +1 C<fchown> when the first is refused); owner and mode are set after the data is written, since a write
+C<fchown>, C<fchmod>; +1 C<geteuid> and C<fchown> when the first is refused); owner and mode are set after the data is written, since a write
 by a user without C<CAP_FSETID> clears set-id bits. pmxcfs accepts only the modes and owners it assigns itself.
 
 The rule for the new contents: at no moment is a file that holds them more
