@@ -65,9 +65,10 @@ int ff_atomic_init(struct ff_atomic *a, const char *path, const struct ff_option
  * draws the line: every member of the group can plant a file there. */
 #define FF_STICKY_SHARED(mode) (((mode) & S_ISVTX) && ((mode) & (S_IWOTH | S_IWGRP)))
 
-int ff_sticky_trusts(const struct stat *dir, uid_t owner)
+int ff_sticky_trusts(const struct stat *dir, const struct stat *file)
 {
-    return !FF_STICKY_SHARED(dir->st_mode) || owner == geteuid() || owner == dir->st_uid;
+    return !FF_STICKY_SHARED(dir->st_mode)
+           || (file->st_nlink == 1 && (file->st_uid == geteuid() || file->st_uid == dir->st_uid));
 }
 
 static void release_step_mem(struct ff_atomic *a)
@@ -115,7 +116,7 @@ static int may_follow(struct ff_atomic *a, const char *text, ssize_t n)
         return err == ENOENT ? EAGAIN : err;
     if (!S_ISLNK(link.st_mode))
         return EAGAIN;
-    if (!ff_sticky_trusts(&dir, link.st_uid))
+    if (!ff_sticky_trusts(&dir, &link))
         return EACCES;
     /* the owner seen must be the owner of the text read: in a sticky
      * directory only the link's owner can replace it, and the same text
@@ -199,22 +200,23 @@ static void release_step(struct ff_atomic *a)
     release_step_mem(a);
 }
 
-/* *trusted: 1 when a file of owner at the target may be taken as it is
- * (preserve keeps its owner and mode, if_changed leaves it): ours, or not in
- * a sticky directory others may write, or there of the directory's owner
- * (ff_sticky_trusts). Anyone can plant a file in /tmp, any member of the
- * group in a 01770 one. Uses step_mem. */
-static int owner_trusted(struct ff_atomic *a, uid_t owner, int *trusted)
+/* *trusted: 1 when the file (its stat) at the target may be taken as it is
+ * (preserve keeps its owner and mode, if_changed leaves it): ours with one
+ * link, or not in a sticky directory others may write, or there ours or
+ * the directory owner's with one link (ff_sticky_trusts). Anyone can plant
+ * a file in /tmp, any member of the group in a 01770 one, a hard link to
+ * our file too. Uses step_mem. */
+static int owner_trusted(struct ff_atomic *a, const struct stat *file, int *trusted)
 {
     struct stat dir;
     int err;
 
-    *trusted = owner == geteuid();
+    *trusted = file->st_uid == geteuid() && file->st_nlink == 1;
     if (*trusted)
         return 0;
     err = stat_dir_of(a, a->target, &dir);
     if (!err)
-        *trusted = ff_sticky_trusts(&dir, owner);
+        *trusted = ff_sticky_trusts(&dir, file);
     return err;
 }
 
@@ -241,7 +243,7 @@ int ff_atomic_unchanged(struct ff_atomic *a, const char *buf, size_t len, const 
     /* the owner of what is compared (fstat): another user's file planted
      * in /tmp is replaced by ours, not left to them */
     same = !err && S_ISREG(st.st_mode) && (size_t)st.st_size == total
-           && !owner_trusted(a, st.st_uid, &trusted) && trusted
+           && !owner_trusted(a, &st, &trusted) && trusted
            && (a->step_mem = malloc(total + 1)) != NULL
            && !ff_read_full(a->step_fd, a->step_mem, total + 1, &got, a->intr) && got == total
            && memcmp(a->step_mem, buf, len) == 0
@@ -416,7 +418,7 @@ static int may_preserve(struct ff_atomic *a)
     if (!a->opt.preserve || !a->have_old)
         return 0;
     a->step = FF_STEP_PRESERVE;
-    err = owner_trusted(a, a->old.st_uid, &trusted);
+    err = owner_trusted(a, &a->old, &trusted);
     return err ? err : trusted ? ff_atomic_read_acl(a) : EACCES;
 }
 

@@ -258,10 +258,12 @@ int ff_open_excl(int dirfd, const char *name, mode_t mode, int *fd,
  * (/tmp) or group-writable (01770). There, only what belongs to us (the
  * euid) or to the directory's owner is trusted (an old file's owner and
  * mode kept by preserve, an identical file left by if_changed, and in a
- * world-writable one a link followed, fs.protected_symlinks' rule). 1 when
- * dir is not such a directory or owner is one of those. The one rule of
- * the single call, the writer and the batch. */
-int ff_sticky_trusts(const struct stat *dir, uid_t owner);
+ * world-writable one a link followed, fs.protected_symlinks' rule), and
+ * only with one link: anyone may add a hard link there to a file of ours
+ * they can read and write (fs.protected_hardlinks allows it), any file
+ * with that sysctl off. 1 when dir is not such a directory or file is one
+ * of those. The one rule of the single call, the writer and the batch. */
+int ff_sticky_trusts(const struct stat *dir, const struct stat *file);
 /* preserve: the old file's access ACL into a->acl (none: NULL, 0). */
 int ff_atomic_read_acl(struct ff_atomic *a);
 /* preserve: owner, ACL, then mode, of a->old onto the open temp. */

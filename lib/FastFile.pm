@@ -233,10 +233,15 @@ uid) or to the directory's owner, the rule of the kernel's
 C<fs.protected_regular> (at its level 2, which covers group-writable
 ones), applied whatever that sysctl says: anyone (any member of the group)
 may plant a file there, and taking its owner and mode would hand its
-planter the new contents. Any other dies
+planter the new contents. And only with one link: anyone may give a file
+of the caller's a second name there (C<fs.protected_hardlinks> lets them
+link a file they may read and write, any file when it is 0), so a hard
+link to root's C<0666> file planted at the target would give root's new
+contents that mode. Any other dies
 with C<EACCES>, C<unable to preserve owner and mode of 'FILE' - Permission
 denied>, before anything is written; the file is left alone. +1 C<geteuid>,
-and +1 C<stat> of the directory when the old file is another user's.
+and +1 C<stat> of the directory when the old file is another user's or
+has more than one link.
 
 =item C<< if_changed => 1 >>
 
@@ -248,8 +253,9 @@ only when they match. Unchanged: C<lstat>, C<openat>, C<fstat>, C<geteuid>,
 differ. Another user's file in a sticky world-writable or group-writable
 directory (such as F</tmp>, or a C<01770> one: anyone, or any member of the
 group, may plant one there; see C<preserve>) is never taken as unchanged,
-whatever it holds: it is replaced, so that the file is then the caller's (+1 C<stat>
-of the directory for another user's file).
+whatever it holds, nor one with more than one link (a hard link to the
+caller's file may be a plant too): it is replaced, so that the file is then the caller's (+1 C<stat>
+of the directory for another user's file or one with more links).
 The file is opened with C<O_NONBLOCK> and C<O_NOFOLLOW> and compared only if
 C<fstat> shows a regular file of that size: a FIFO or symlink swapped in after
 the C<lstat> is replaced, never waited on or followed. On pmxcfs,
@@ -288,7 +294,8 @@ world-writable directory +1 C<lstat>, C<geteuid> and a second C<readlink>.
 Links are followed only where the kernel's C<fs.protected_symlinks> would
 follow them, whatever that sysctl is set to: a link in a sticky
 world-writable directory (such as F</tmp>) is followed only when it belongs
-to the caller (the effective uid) or to the directory's owner. (The
+to the caller (the effective uid) or to the directory's owner, and has one
+link (see C<preserve>). (The
 kernel's rule stops there: a link in a sticky group-writable directory is
 followed, as C<open> follows it.) Any other
 dies with C<EACCES>, C<unable to follow symlinks of 'FILE' - Permission
