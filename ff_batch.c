@@ -504,7 +504,8 @@ static int rename_all(struct ff_batch *b)
             return err;
         }
         if (b->opt.noclobber) {
-            err = ff_noclobber_renameat(d->fd, TEMP_LEAF(f), LEAF(f), &unsupported, b->renaming);
+            err = ff_noclobber_renameat(a, d->fd, TEMP_LEAF(f), LEAF(f), &unsupported,
+                                        b->renaming);
             if (err && unsupported)
                 a->step = FF_STEP_NOCLOBBER;
         } else {

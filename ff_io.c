@@ -739,8 +739,8 @@ static int same_file(int dirfd, const char *from, const char *to)
  * server did the work (NFS, FUSE): a link interrupted is looked for (the
  * same inode as the temp) before handlers run, and the unlink's ENOENT
  * means its name is gone. */
-static int link_then_unlink(int dirfd, const char *from, const char *to, int *unsupported,
-                            const struct ff_eintr *intr)
+static int link_then_unlink(struct ff_atomic *a, int dirfd, const char *from, const char *to,
+                            int *unsupported, const struct ff_eintr *intr)
 {
     unsigned spins = 0;
     int err, undo, interrupted = 0;
@@ -756,6 +756,8 @@ static int link_then_unlink(int dirfd, const char *from, const char *to, int *un
         }
         if (!ff_retry_eintr(intr, &spins))  /* nothing published: handlers may run */
             break;
+        if ((err = ff_atomic_temp_ours(a, dirfd, from)))    /* and may replace the temp */
+            return err;
     }
     if (err == EEXIST && interrupted && same_file(dirfd, from, to))
         err = 0;                            /* the interrupted link, done late */
@@ -772,21 +774,29 @@ static int link_then_unlink(int dirfd, const char *from, const char *to, int *un
     return err;
 }
 
-int ff_noclobber_renameat(int dirfd, const char *from, const char *to, int *unsupported,
-                          const struct ff_eintr *intr)
+int ff_noclobber_renameat(struct ff_atomic *a, int dirfd, const char *from, const char *to,
+                          int *unsupported, const struct ff_eintr *intr)
 {
+    unsigned spins = 0;
     int err;
 
     *unsupported = 0;
-    FF_SYSCALL(err, intr, ff_renameat_noreplace(dirfd, from, dirfd, to));
+    for (;;) {
+        err = ff_renameat_noreplace(dirfd, from, dirfd, to) < 0 ? errno : 0;
+        if (err != EINTR || !ff_retry_eintr(intr, &spins))
+            break;
+        /* a handler ran: it may have replaced the temp by name */
+        if ((err = ff_atomic_temp_ours(a, dirfd, from)))
+            return err;
+    }
     if (err != EINVAL && err != ENOSYS && err != EOPNOTSUPP)
         return err;
-    return link_then_unlink(dirfd, from, to, unsupported, intr);
+    return link_then_unlink(a, dirfd, from, to, unsupported, intr);
 }
 
 static int rename_noreplace(struct ff_atomic *a)
 {
-    int unsupported, err = ff_noclobber_renameat(AT_FDCWD, a->temp, a->target, &unsupported,
+    int unsupported, err = ff_noclobber_renameat(a, AT_FDCWD, a->temp, a->target, &unsupported,
                                                  a->intr);
 
     if (unsupported)

@@ -268,15 +268,16 @@ int ff_sticky_trusts(const struct stat *dir, const struct stat *file);
 int ff_atomic_read_acl(struct ff_atomic *a);
 /* preserve: owner, ACL, then mode, of a->old onto the open temp. */
 int ff_atomic_preserve(struct ff_atomic *a);
-/* noclobber: rename from to to, relative to dirfd (or AT_FDCWD), without
- * replacing anything: renameat2 RENAME_NOREPLACE, else
+/* noclobber: rename from (a's temp) to to, relative to dirfd (or
+ * AT_FDCWD), without replacing anything: renameat2 RENAME_NOREPLACE, else
  * linkat + unlinkat of from. 0 once from is gone; *unsupported is 1 when the
  * filesystem has neither way (EPERM, ENOSYS, EOPNOTSUPP of the link). intr
  * runs only while nothing is published: once the link is made no callback
  * runs (ff_io.c's link_then_unlink), so no user code sees the target with
- * two names. */
-int ff_noclobber_renameat(int dirfd, const char *from, const char *to, int *unsupported,
-                          const struct ff_eintr *intr);
+ * two names. After a callback ran, from is checked to be a's temp still
+ * (ff_atomic_temp_ours: ESTALE) before the retry. */
+int ff_noclobber_renameat(struct ff_atomic *a, int dirfd, const char *from, const char *to,
+                          int *unsupported, const struct ff_eintr *intr);
 /* 64 random bits for a temp name's suffix. */
 unsigned long long ff_random_bits(void);
 

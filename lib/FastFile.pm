@@ -315,10 +315,14 @@ error). The two are one step, as a rename is: once the C<link> is made no
 signal handler runs until the C<unlink> is done (its C<EINTR> is retried at
 once), so none sees the target with two names, and a signal that comes then
 is handled after the call returns. An C<EINTR> of the C<link> itself runs
-the pending handlers as an interrupted rename does (nothing is published
-yet: one that dies leaves no target), after a look that the C<link> was not
-made after all: a C<link> or C<unlink> that answers C<EINTR> after the server
-did it (NFS, FUSE) counts as done. Where neither works (pmxcfs has neither), dies saying so. The temporary file is removed on failure. Together with
+the pending handlers as an interrupted rename does, after a look that the
+C<link> was not made after all: nothing is published yet, so one that dies
+leaves no target (in L</file_set_contents_many>, whose renames hold a
+C<die> to their end, it is thrown once the target is made). As after any
+interrupted rename (C<renameat2> too), the retry first checks that the
+temporary file is still the call's own: a handler may have replaced it by
+name (see L</DIAGNOSTICS>). A C<link> or C<unlink> that answers C<EINTR>
+after the server did it (NFS, FUSE) counts as done. Where neither works (pmxcfs has neither), dies saying so. The temporary file is removed on failure. Together with
 C<if_changed>, an existing target is an error even when it holds the same
 bytes.
 
