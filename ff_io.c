@@ -92,10 +92,12 @@ static int stat_dir_of(struct ff_atomic *a, const char *path, struct stat *dir)
 }
 
 /* fs.protected_symlinks, applied whatever the sysctl says: a symlink in a
- * sticky world-writable directory is followed only when its owner is the
+ * sticky directory others may write is followed only when its owner is the
  * follower (our euid) or the directory's owner; else EACCES, as the kernel
- * answers. (The kernel's rule for links stops at world-writable ones: a
- * link in a sticky group-writable directory is followed, as open does.)
+ * answers. The kernel's rule for links stops at world-writable ones; ours
+ * is ff_sticky_trusts' everywhere: in a sticky group-writable one (01770)
+ * any member may plant a link, and following it would replace whatever
+ * file it names with the follower's rights (root's: any file).
  * Asked only once readlink has found a link (text[0..n)), so a plain
  * target costs nothing. EAGAIN: the link changed meanwhile, read it again. */
 static int may_follow(struct ff_atomic *a, const char *text, ssize_t n)
@@ -109,7 +111,7 @@ static int may_follow(struct ff_atomic *a, const char *text, ssize_t n)
 
     if (err)
         return err;
-    if ((dir.st_mode & (S_ISVTX | S_IWOTH)) != (S_ISVTX | S_IWOTH))
+    if (!FF_STICKY_SHARED(dir.st_mode))
         return 0;
     FF_SYSCALL(err, intr, lstat(link_path, &link));
     if (err)

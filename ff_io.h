@@ -257,8 +257,9 @@ int ff_open_excl(int dirfd, const char *name, mode_t mode, int *fd,
  * whatever fs.protected_regular says (as at its level 2): world-writable
  * (/tmp) or group-writable (01770). There, only what belongs to us (the
  * euid) or to the directory's owner is trusted (an old file's owner and
- * mode kept by preserve, an identical file left by if_changed, and in a
- * world-writable one a link followed, fs.protected_symlinks' rule), and
+ * mode kept by preserve, an identical file left by if_changed, a link
+ * followed: fs.protected_symlinks' rule, which the kernel applies to
+ * world-writable ones only), and
  * only with one link: anyone may add a hard link there to a file of ours
  * they can read and write (fs.protected_hardlinks allows it), any file
  * with that sysctl off. 1 when dir is not such a directory or file is one

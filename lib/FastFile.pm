@@ -289,15 +289,16 @@ When C<$filename> is a symlink (or a chain of them), replace the file it
 finally points to, in that file's directory, and keep the links. A loop dies
 with C<ELOOP>'s text. +1 C<readlink> for the final file; per link +1
 C<readlink> and +1 C<stat> of the directory that holds it, and in a sticky
-world-writable directory +1 C<lstat>, C<geteuid> and a second C<readlink>.
+world- or group-writable directory +1 C<lstat>, C<geteuid> and a second C<readlink>.
 
 Links are followed only where the kernel's C<fs.protected_symlinks> would
-follow them, whatever that sysctl is set to: a link in a sticky
-world-writable directory (such as F</tmp>) is followed only when it belongs
-to the caller (the effective uid) or to the directory's owner, and has one
-link (see C<preserve>). (The
-kernel's rule stops there: a link in a sticky group-writable directory is
-followed, as C<open> follows it.) Any other
+follow them, whatever that sysctl is set to, and in sticky group-writable
+directories too: a link in a sticky directory others may write,
+world-writable (such as F</tmp>) or group-writable (C<01770>), is followed
+only when it belongs to the caller (the effective uid) or to the
+directory's owner, and has one link (see C<preserve>). (The kernel's rule
+stops at world-writable ones; followed, a group member's link would make
+the caller replace any file it names.) Any other
 dies with C<EACCES>, C<unable to follow symlinks of 'FILE' - Permission
 denied>, as C<open> through that link would under the sysctl; the link and
 the file it names are left alone. (Only C<$filename>'s own chain is
@@ -697,8 +698,8 @@ C<preserve>.
 
 With C<follow_symlinks>: a link could not be read, or the chain is longer
 than 40 links or loops (C<ELOOP>). Repair the chain of links. With
-C<Permission denied> (C<EACCES>): a link in a sticky world-writable
-directory belongs neither to the caller nor to the directory's owner, and
+C<Permission denied> (C<EACCES>): a link in a sticky world- or
+group-writable directory belongs neither to the caller nor to the directory's owner, and
 is not followed (see C<follow_symlinks>); it may be another user's trap.
 Point the caller at a link it owns, or at the file itself.
 

@@ -529,6 +529,22 @@ sub group_sticky_cases {
         is((lstat $t)[4], 0, "$label: the file is the victim's now");
         end_checks($label, $c, real => $t, content => $SECRET, mode => 0600);
     }
+    # follow_symlinks: a member's link is not followed (the kernel's
+    # fs.protected_symlinks stops at world-writable directories; followed,
+    # the link made root replace any file it named)
+    for my $api (@APIS) {
+        my $label = "sticky-group $api follow_symlinks: a group member's link at the target";
+        my $c = new_case('sticky-group');
+        my $t = "$c->{dir}/conf";
+        my $planted = as_attacker(sub { symlink "$c->{outside}/precious", $t or die "$!\n"; 'planted' });
+        is($planted, 'ok planted', "$label: planted");
+        my ($ok, $err, $errno) = victim($api, $t, $SECRET, { follow_symlinks => 1, perm => 0600 });
+        ok(!$ok, "$label: refused");
+        is($errno, Errno::EACCES(), "$label: EACCES");
+        like($err, qr/^unable to follow symlinks of '\Q$t\E' - /, "$label: the message says why");
+        is(fingerprint($c->{dir}), "conf=l:$c->{outside}/precious:$NOBODY:0777", "$label: the link left");
+        end_checks($label, $c);
+    }
     for my $api (@APIS) {
         my $label = "sticky-group $api preserve: a file of the directory's owner";
         my $c = new_case('sticky-group');
