@@ -104,13 +104,14 @@ static int look_at_target(struct ff_batch *b, size_t i)
     }
     a->old = st;
     a->have_old = S_ISREG(st.st_mode);
-    if (b->opt.preserve && a->have_old && st.st_uid != geteuid()) {
-        /* another user's file: kept only where ff_sticky_trusts says */
+    if (b->opt.preserve && a->have_old && (st.st_uid != geteuid() || st.st_nlink != 1)) {
+        /* another user's file, or one with another name (a hard link
+         * anyone may have made): kept only where ff_sticky_trusts says */
         a->step = FF_STEP_PRESERVE;
         FF_SYSCALL(err, b->intr, fstat(b->dirs[b->files[i].dir].fd, &st));
         if (err)
             return err;
-        if (!ff_sticky_trusts(&st, a->old.st_uid))
+        if (!ff_sticky_trusts(&st, &a->old))
             return EACCES;
     }
     if (b->opt.preserve && a->have_old) {
@@ -508,7 +509,8 @@ static int rename_all(struct ff_batch *b)
             return err;
         }
         if (b->opt.noclobber) {
-            err = ff_noclobber_renameat(d->fd, TEMP_LEAF(f), LEAF(f), &unsupported, b->renaming);
+            err = ff_noclobber_renameat(a, d->fd, TEMP_LEAF(f), LEAF(f), &unsupported,
+                                        b->renaming);
             if (err && unsupported)
                 a->step = FF_STEP_NOCLOBBER;
         } else {

@@ -88,9 +88,10 @@ static void replace_target(struct ff_atomic *a, char *next)
     a->target_lent = 0;
 }
 
-int ff_sticky_trusts(const struct stat *dir, uid_t owner)
+int ff_sticky_trusts(const struct stat *dir, const struct stat *file)
 {
-    return !FF_STICKY_SHARED(dir->st_mode) || owner == geteuid() || owner == dir->st_uid;
+    return !FF_STICKY_SHARED(dir->st_mode)
+           || (file->st_nlink == 1 && (file->st_uid == geteuid() || file->st_uid == dir->st_uid));
 }
 
 static void release_step_mem(struct ff_atomic *a)
@@ -114,10 +115,12 @@ static int stat_dir_of(struct ff_atomic *a, const char *path, struct stat *dir)
 }
 
 /* fs.protected_symlinks, applied whatever the sysctl says: a symlink in a
- * sticky world-writable directory is followed only when its owner is the
+ * sticky directory others may write is followed only when its owner is the
  * follower (our euid) or the directory's owner; else EACCES, as the kernel
- * answers. (The kernel's rule for links stops at world-writable ones: a
- * link in a sticky group-writable directory is followed, as open does.)
+ * answers. The kernel's rule for links stops at world-writable ones; ours
+ * is ff_sticky_trusts' everywhere: in a sticky group-writable one (01770)
+ * any member may plant a link, and following it would replace whatever
+ * file it names with the follower's rights (root's: any file).
  * Asked only once readlink has found a link (text[0..n)), so a plain
  * target costs nothing. EAGAIN: the link changed meanwhile, read it again. */
 static int may_follow(struct ff_atomic *a, const char *text, ssize_t n)
@@ -131,14 +134,14 @@ static int may_follow(struct ff_atomic *a, const char *text, ssize_t n)
 
     if (err)
         return err;
-    if ((dir.st_mode & (S_ISVTX | S_IWOTH)) != (S_ISVTX | S_IWOTH))
+    if (!FF_STICKY_SHARED(dir.st_mode))
         return 0;
     FF_SYSCALL(err, intr, lstat(link_path, &link));
     if (err)
         return err == ENOENT ? EAGAIN : err;
     if (!S_ISLNK(link.st_mode))
         return EAGAIN;
-    if (!ff_sticky_trusts(&dir, link.st_uid))
+    if (!ff_sticky_trusts(&dir, &link))
         return EACCES;
     /* the owner seen must be the owner of the text read: in a sticky
      * directory only the link's owner can replace it, and the same text
@@ -221,22 +224,23 @@ static void release_step(struct ff_atomic *a)
     release_step_mem(a);
 }
 
-/* *trusted: 1 when a file of owner at the target may be taken as it is
- * (preserve keeps its owner and mode, if_changed leaves it): ours, or not in
- * a sticky directory others may write, or there of the directory's owner
- * (ff_sticky_trusts). Anyone can plant a file in /tmp, any member of the
- * group in a 01770 one. Uses step_mem. */
-static int owner_trusted(struct ff_atomic *a, uid_t owner, int *trusted)
+/* *trusted: 1 when the file (its stat) at the target may be taken as it is
+ * (preserve keeps its owner and mode, if_changed leaves it): ours with one
+ * link, or not in a sticky directory others may write, or there ours or
+ * the directory owner's with one link (ff_sticky_trusts). Anyone can plant
+ * a file in /tmp, any member of the group in a 01770 one, a hard link to
+ * our file too. Uses step_mem. */
+static int owner_trusted(struct ff_atomic *a, const struct stat *file, int *trusted)
 {
     struct stat dir;
     int err;
 
-    *trusted = owner == geteuid();
+    *trusted = file->st_uid == geteuid() && file->st_nlink == 1;
     if (*trusted)
         return 0;
     err = stat_dir_of(a, a->target, &dir);
     if (!err)
-        *trusted = ff_sticky_trusts(&dir, owner);
+        *trusted = ff_sticky_trusts(&dir, file);
     return err;
 }
 
@@ -263,7 +267,7 @@ int ff_atomic_unchanged(struct ff_atomic *a, const char *buf, size_t len, const 
     /* the owner of what is compared (fstat): another user's file planted
      * in /tmp is replaced by ours, not left to them */
     same = !err && S_ISREG(st.st_mode) && (size_t)st.st_size == total
-           && !owner_trusted(a, st.st_uid, &trusted) && trusted
+           && !owner_trusted(a, &st, &trusted) && trusted
            && (a->step_mem = malloc(total + 1)) != NULL
            && !ff_read_full(a->step_fd, a->step_mem, total + 1, &got, a->intr) && got == total
            && memcmp(a->step_mem, buf, len) == 0
@@ -478,7 +482,7 @@ static int may_preserve(struct ff_atomic *a)
     if (!a->opt.preserve || !a->have_old)
         return 0;
     a->step = FF_STEP_PRESERVE;
-    err = owner_trusted(a, a->old.st_uid, &trusted);
+    err = owner_trusted(a, &a->old, &trusted);
     return err ? err : trusted ? ff_atomic_read_acl(a) : EACCES;
 }
 
@@ -607,7 +611,9 @@ static int acl_group_as_others(char *acl, size_t len)
     return 1;
 }
 
-/* preserve: the old file's owner, its ACL, then its mode. After the data
+/* preserve: the old file's owner, its ACL, then its mode. Where the owner
+ * or the group cannot be kept, their set-id bit is not given to the one
+ * the file has instead (nor, for the group, the old group's bits). After the data
  * is written: a write by a user without CAP_FSETID clears set-id bits, and
  * chown may clear them too; chmod last restores them. The ACL before the
  * mode: the old mode's group bits are the ACL's mask, and set without the
@@ -620,8 +626,14 @@ static int preserve_old(struct ff_atomic *a)
 
     a->step = FF_STEP_OWNER;
     FF_SYSCALL(err, a->intr, fchown(a->fd, a->old.st_uid, a->old.st_gid));
-    if (err == EPERM)   /* not root: a member of the file's group may still set the group */
+    if (err == EPERM) {     /* not root: the owner stays the writer */
+        /* set-user-ID would run the file as the writer, not as its old
+         * owner: kept only when the old owner is the writer */
+        if (a->old.st_uid != geteuid())
+            mode &= ~(mode_t)S_ISUID;
+        /* a member of the file's group may still set the group */
         FF_SYSCALL(err, a->intr, fchown(a->fd, (uid_t)-1, a->old.st_gid));
+    }
     if (err == EPERM) {     /* the group is the writer's, not the old one */
         if (a->acl && acl_group_as_others(a->acl, a->acl_len))
             mode &= ~(mode_t)S_ISGID;
@@ -806,8 +818,8 @@ static int same_file(int dirfd, const char *from, const char *to)
  * server did the work (NFS, FUSE): a link interrupted is looked for (the
  * same inode as the temp) before handlers run, and the unlink's ENOENT
  * means its name is gone. */
-static int link_then_unlink(int dirfd, const char *from, const char *to, int *unsupported,
-                            const struct ff_eintr *intr)
+static int link_then_unlink(struct ff_atomic *a, int dirfd, const char *from, const char *to,
+                            int *unsupported, const struct ff_eintr *intr)
 {
     unsigned spins = 0;
     int err, undo, interrupted = 0;
@@ -823,6 +835,8 @@ static int link_then_unlink(int dirfd, const char *from, const char *to, int *un
         }
         if (!ff_retry_eintr(intr, &spins))  /* nothing published: handlers may run */
             break;
+        if ((err = ff_atomic_temp_ours(a, dirfd, from)))    /* and may replace the temp */
+            return err;
     }
     if (err == EEXIST && interrupted && same_file(dirfd, from, to))
         err = 0;                            /* the interrupted link, done late */
@@ -839,21 +853,29 @@ static int link_then_unlink(int dirfd, const char *from, const char *to, int *un
     return err;
 }
 
-int ff_noclobber_renameat(int dirfd, const char *from, const char *to, int *unsupported,
-                          const struct ff_eintr *intr)
+int ff_noclobber_renameat(struct ff_atomic *a, int dirfd, const char *from, const char *to,
+                          int *unsupported, const struct ff_eintr *intr)
 {
+    unsigned spins = 0;
     int err;
 
     *unsupported = 0;
-    FF_SYSCALL(err, intr, ff_renameat_noreplace(dirfd, from, dirfd, to));
+    for (;;) {
+        err = ff_renameat_noreplace(dirfd, from, dirfd, to) < 0 ? errno : 0;
+        if (err != EINTR || !ff_retry_eintr(intr, &spins))
+            break;
+        /* a handler ran: it may have replaced the temp by name */
+        if ((err = ff_atomic_temp_ours(a, dirfd, from)))
+            return err;
+    }
     if (err != EINVAL && err != ENOSYS && err != EOPNOTSUPP)
         return err;
-    return link_then_unlink(dirfd, from, to, unsupported, intr);
+    return link_then_unlink(a, dirfd, from, to, unsupported, intr);
 }
 
 static int rename_noreplace(struct ff_atomic *a)
 {
-    int unsupported, err = ff_noclobber_renameat(AT_FDCWD, a->temp, a->target, &unsupported,
+    int unsupported, err = ff_noclobber_renameat(a, AT_FDCWD, a->temp, a->target, &unsupported,
                                                  a->intr);
 
     if (unsupported)

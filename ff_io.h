@@ -282,24 +282,28 @@ int ff_open_excl(int dirfd, const char *name, mode_t mode, int *fd,
  * whatever fs.protected_regular says (as at its level 2): world-writable
  * (/tmp) or group-writable (01770). There, only what belongs to us (the
  * euid) or to the directory's owner is trusted (an old file's owner and
- * mode kept by preserve, an identical file left by if_changed, and in a
- * world-writable one a link followed, fs.protected_symlinks' rule). 1 when
- * dir is not such a directory or owner is one of those. The one rule of
- * the single call, the writer and the batch. */
-int ff_sticky_trusts(const struct stat *dir, uid_t owner);
+ * mode kept by preserve, an identical file left by if_changed, a link
+ * followed: fs.protected_symlinks' rule, which the kernel applies to
+ * world-writable ones only), and
+ * only with one link: anyone may add a hard link there to a file of ours
+ * they can read and write (fs.protected_hardlinks allows it), any file
+ * with that sysctl off. 1 when dir is not such a directory or file is one
+ * of those. The one rule of the single call, the writer and the batch. */
+int ff_sticky_trusts(const struct stat *dir, const struct stat *file);
 /* preserve: the old file's access ACL into a->acl (none: NULL, 0). */
 int ff_atomic_read_acl(struct ff_atomic *a);
 /* preserve: owner, ACL, then mode, of a->old onto the open temp. */
 int ff_atomic_preserve(struct ff_atomic *a);
-/* noclobber: rename from to to, relative to dirfd (or AT_FDCWD), without
- * replacing anything: renameat2 RENAME_NOREPLACE, else
+/* noclobber: rename from (a's temp) to to, relative to dirfd (or
+ * AT_FDCWD), without replacing anything: renameat2 RENAME_NOREPLACE, else
  * linkat + unlinkat of from. 0 once from is gone; *unsupported is 1 when the
  * filesystem has neither way (EPERM, ENOSYS, EOPNOTSUPP of the link). intr
  * runs only while nothing is published: once the link is made no callback
  * runs (ff_io.c's link_then_unlink), so no user code sees the target with
- * two names. */
-int ff_noclobber_renameat(int dirfd, const char *from, const char *to, int *unsupported,
-                          const struct ff_eintr *intr);
+ * two names. After a callback ran, from is checked to be a's temp still
+ * (ff_atomic_temp_ours: ESTALE) before the retry. */
+int ff_noclobber_renameat(struct ff_atomic *a, int dirfd, const char *from, const char *to,
+                          int *unsupported, const struct ff_eintr *intr);
 /* The name to try after temp[0..base_len) ("<target>.tmp.<pid>", the
  * target target_len bytes) exists: ".<16 random hex digits>" appended; or,
  * once *fit is set (the longer name was too long for the filesystem) or

@@ -236,12 +236,17 @@ writer's, and the old group's bits do not go to it: the group bits are
 those the old file gave both its group and everyone else (its group bits
 and its others' bits in common), without the set-group-ID bit. So C<02660>
 becomes C<0600>, C<0664> C<0644>, C<02775> C<0755>; the owner's and
-others' bits (and set-user-ID, sticky) are kept. With an ACL (one with a
+others' bits (and sticky) are kept. Likewise, where the owner cannot be
+kept (a non-root writer over another user's file), the new file is the
+writer's and has no set-user-ID bit, which would run it as the writer
+instead of its old owner: C<04755> becomes C<0755> (C<06775> C<02775> for
+a member of the old group, who keeps the group); the writer's own
+set-user-ID file keeps it. With an ACL (one with a
 mask, which the group bits then are) the mask and the named users and
 groups are kept, and the ACL's entry for the owning group is limited to
 its entry for others, without the set-group-ID bit.
 Otherwise C<perm> applies. +3 syscalls (C<lstat>,
-C<fchown>, C<fchmod>; +1 C<fchown> when the first is refused); owner and mode are set after the data is written, since a write
+C<fchown>, C<fchmod>; +1 C<geteuid> and C<fchown> when the first is refused); owner and mode are set after the data is written, since a write
 by a user without C<CAP_FSETID> clears set-id bits. pmxcfs accepts only the modes and owners it assigns itself.
 
 The rule for the new contents: at no moment is a file that holds them more
@@ -272,10 +277,15 @@ uid) or to the directory's owner, the rule of the kernel's
 C<fs.protected_regular> (at its level 2, which covers group-writable
 ones), applied whatever that sysctl says: anyone (any member of the group)
 may plant a file there, and taking its owner and mode would hand its
-planter the new contents. Any other dies
+planter the new contents. And only with one link: anyone may give a file
+of the caller's a second name there (C<fs.protected_hardlinks> lets them
+link a file they may read and write, any file when it is 0), so a hard
+link to root's C<0666> file planted at the target would give root's new
+contents that mode. Any other dies
 with C<EACCES>, C<unable to preserve owner and mode of 'FILE' - Permission
 denied>, before anything is written; the file is left alone. +1 C<geteuid>,
-and +1 C<stat> of the directory when the old file is another user's.
+and +1 C<stat> of the directory when the old file is another user's or
+has more than one link.
 
 =item C<< if_changed => 1 >>
 
@@ -287,8 +297,9 @@ only when they match. Unchanged: C<lstat>, C<openat>, C<fstat>, C<geteuid>,
 differ. Another user's file in a sticky world-writable or group-writable
 directory (such as F</tmp>, or a C<01770> one: anyone, or any member of the
 group, may plant one there; see C<preserve>) is never taken as unchanged,
-whatever it holds: it is replaced, so that the file is then the caller's (+1 C<stat>
-of the directory for another user's file).
+whatever it holds, nor one with more than one link (a hard link to the
+caller's file may be a plant too): it is replaced, so that the file is then the caller's (+1 C<stat>
+of the directory for another user's file or one with more links).
 The file is opened with C<O_NONBLOCK> and C<O_NOFOLLOW> and compared only if
 C<fstat> shows a regular file of that size: a FIFO or symlink swapped in after
 the C<lstat> is replaced, never waited on or followed. On pmxcfs,
@@ -322,14 +333,16 @@ When C<$filename> is a symlink (or a chain of them), replace the file it
 finally points to, in that file's directory, and keep the links. A loop dies
 with C<ELOOP>'s text. +1 C<readlink> for the final file; per link +1
 C<readlink> and +1 C<stat> of the directory that holds it, and in a sticky
-world-writable directory +1 C<lstat>, C<geteuid> and a second C<readlink>.
+world- or group-writable directory +1 C<lstat>, C<geteuid> and a second C<readlink>.
 
 Links are followed only where the kernel's C<fs.protected_symlinks> would
-follow them, whatever that sysctl is set to: a link in a sticky
-world-writable directory (such as F</tmp>) is followed only when it belongs
-to the caller (the effective uid) or to the directory's owner. (The
-kernel's rule stops there: a link in a sticky group-writable directory is
-followed, as C<open> follows it.) Any other
+follow them, whatever that sysctl is set to, and in sticky group-writable
+directories too: a link in a sticky directory others may write,
+world-writable (such as F</tmp>) or group-writable (C<01770>), is followed
+only when it belongs to the caller (the effective uid) or to the
+directory's owner, and has one link (see C<preserve>). (The kernel's rule
+stops at world-writable ones; followed, a group member's link would make
+the caller replace any file it names.) Any other
 dies with C<EACCES>, C<unable to follow symlinks of 'FILE' - Permission
 denied>, as C<open> through that link would under the sysctl; the link and
 the file it names are left alone. (Only C<$filename>'s own chain is
@@ -347,10 +360,14 @@ error). The two are one step, as a rename is: once the C<link> is made no
 signal handler runs until the C<unlink> is done (its C<EINTR> is retried at
 once), so none sees the target with two names, and a signal that comes then
 is handled after the call returns. An C<EINTR> of the C<link> itself runs
-the pending handlers as an interrupted rename does (nothing is published
-yet: one that dies leaves no target), after a look that the C<link> was not
-made after all: a C<link> or C<unlink> that answers C<EINTR> after the server
-did it (NFS, FUSE) counts as done. Where neither works (pmxcfs has neither), dies saying so. The temporary file is removed on failure. Together with
+the pending handlers as an interrupted rename does, after a look that the
+C<link> was not made after all: nothing is published yet, so one that dies
+leaves no target (in L</file_set_contents_many>, whose renames hold a
+C<die> to their end, it is thrown once the target is made). As after any
+interrupted rename (C<renameat2> too), the retry first checks that the
+temporary file is still the call's own: a handler may have replaced it by
+name (see L</DIAGNOSTICS>). A C<link> or C<unlink> that answers C<EINTR>
+after the server did it (NFS, FUSE) counts as done. Where neither works (pmxcfs has neither), dies saying so. The temporary file is removed on failure. Together with
 C<if_changed>, an existing target is an error even when it holds the same
 bytes.
 
@@ -801,8 +818,8 @@ C<preserve>.
 
 With C<follow_symlinks>: a link could not be read, or the chain is longer
 than 40 links or loops (C<ELOOP>). Repair the chain of links. With
-C<Permission denied> (C<EACCES>): a link in a sticky world-writable
-directory belongs neither to the caller nor to the directory's owner, and
+C<Permission denied> (C<EACCES>): a link in a sticky world- or
+group-writable directory belongs neither to the caller nor to the directory's owner, and
 is not followed (see C<follow_symlinks>); it may be another user's trap.
 Point the caller at a link it owns, or at the file itself.
 

@@ -426,7 +426,8 @@ subtest 'preserve: mode and owner of the replaced file' => sub {
 # A writer that is not root keeps the old owner never, the old group only
 # as a member of it (the second fchown). Where it keeps neither, the group
 # bits would go to its own group: that group gets only what the old file
-# gave both its group and everyone else (group & others), and no setgid.
+# gave both its group and everyone else (group & others), and no setgid;
+# set-user-ID never (the owner is the writer).
 # Run as a real second user (uid and gid 65533, no other group) in a
 # directory it may write, over root's files of group 65534.
 subtest 'preserve by a writer that cannot keep the group' => sub {
@@ -447,6 +448,11 @@ subtest 'preserve by a writer that cannot keep the group' => sub {
         [ 02775, 65534, '0755', "$uid:$gid" ],
         [ 0604,  65534, '0604', "$uid:$gid" ],
         [ 02660, $gid,  '2660', "$uid:$gid" ],     # a member keeps the group: the mode as it was
+        # the owner is never kept: set-user-ID would run the file as the
+        # writer, not as root; dropped, the rest kept
+        [ 04755, 65534, '0755', "$uid:$gid" ],
+        [ 06775, $gid,  '2775', "$uid:$gid" ],     # the group kept: its setgid too
+        [ 04700, 65534, '0700', "$uid:$gid" ],
     );
     for my $api (sort keys %api) {
         for my $c (@cases) {
@@ -619,7 +625,7 @@ subtest 'preserve: syscalls and errors' => sub {
     # writer's group (0640: the group's r is not everyone's)
     is(sprintf('%04o', mode_of("$d/f")), '0600', 'fchown EPERM: mode set, less the old group\'s bits');
     is_deeply($t->{seq}, [ LSTAT('D/f'), @LOOK, NOACL('D/f'), T_OPEN('D/f', '0600'), WRITE64, "fchown(FD, $ou, $og) = -1 EPERM (INJECTED)",
-                           "fchown(FD, -1, $og) = -1 EPERM (INJECTED)", RMACL, 'fchmod(FD, 0600) = 0', CLOSE, RENAME('D/f') ],
+                           "geteuid() = $>", "fchown(FD, -1, $og) = -1 EPERM (INJECTED)", RMACL, 'fchmod(FD, 0600) = 0', CLOSE, RENAME('D/f') ],
               'fchown EPERM: fchmod and the rest follow');
     no_temps('fchown EPERM', $d);
 };
@@ -673,7 +679,7 @@ subtest 'preserve as a non-root user: EPERM from fchown is ignored' => sub {
     is($t->{err}, '', 'traced as nobody: no error');
     # root's file: preserve looks at the directory first (sticky: refused)
     seq_is($t, [ LSTAT('D/g'), "geteuid() = $uid", 'newfstatat(AT_FDCWD, "D", {...}, 0) = 0', NOACL('D/g'),
-                 T_OPEN('D/g', '0600'), WRITE64, 'fchown(FD, 0, 0) = -1 EPERM',
+                 T_OPEN('D/g', '0600'), WRITE64, 'fchown(FD, 0, 0) = -1 EPERM', "geteuid() = $uid",
                  'fchown(FD, -1, 0) = -1 EPERM', RMACL, 'fchmod(FD, 0600) = 0',
                  CLOSE, RENAME('D/g') ], 'preserve => 1 as nobody over a root file');
     is(owner_of("$d/g"), "$uid:$gid", 'owned by nobody');

@@ -174,4 +174,44 @@ SKIP: {
     is(slurp("$t.b.tmp.$FFTest::PID"), "other\n", "... the handler's file left alone");
 }
 
+# ---- noclobber: a handler run on an EINTR of its publishing step
+# (renameat2, or the link where renameat2 is refused: the portable build,
+# NFS) that replaces the temp: nothing published. (The retry published the
+# handler's file as the target.)
+SKIP: {
+    my $why = strace_why();
+    skip $why, 1 if $why;
+    my %api = (
+        file_set_contents => 'file_set_contents($T, "mine\n", { noclobber => 1 })',
+        writer => 'my $w = FastFile::Writer->new($T, { noclobber => 1 }); $w->print("mine\n"); $w->commit',
+        file_set_contents_many => 'file_set_contents_many([ $T => "mine\n" ], { noclobber => 1 })',
+    );
+    my @steps = (
+        [ 'by link', 'linkat', [ 'renameat2:error=EINVAL', 'linkat:error=EINTR:signal=SIGALRM:when=1' ] ],
+        FastFile::_build_info()->{renameat2}
+            ? [ 'renameat2', 'renameat2', [ 'renameat2:error=EINTR:signal=SIGALRM:when=1' ] ] : (),
+    );
+    for my $step (@steps) {
+        my ($how, $call, $inject) = @$step;
+        for my $api (sort keys %api) {
+            my $label = "noclobber ($how), $api: a handler on its EINTR replaces the temp";
+            my $t = "$dir/n-" . ++$n;
+            my $r = strace_call('require FastFile::Writer; '
+                                . 'local $SIG{ALRM} = sub { file_set_contents("$T.tmp.$$", "other\n") }; '
+                                . $api{$api},
+                                target => $t, pid => $FFTest::PID, trace => [ 'renameat2', $call ],
+                                inject => $inject);
+            ok(!$r->{ok}, "$label: the call fails") or diag $r->{log};
+            like($r->{err}, qr/its temporary file '\Q$t.tmp.$FFTest::PID\E' was replaced or removed during the call/,
+                 "$label: ... saying why");
+            ok(!-e $t, "$label: no target made");
+            is(slurp("$t.tmp.$FFTest::PID"), "other\n", "$label: the handler's file left alone");
+            opendir my $dh, $dir or die;
+            is_deeply([ sort grep { /^n-\Q$n\E\b/ } readdir $dh ], [ "n-$n.tmp.$FFTest::PID" ],
+                      "$label: no temp of ours left");
+            unlink "$t.tmp.$FFTest::PID";
+        }
+    }
+}
+
 done_testing();

@@ -529,6 +529,22 @@ sub group_sticky_cases {
         is((lstat $t)[4], 0, "$label: the file is the victim's now");
         end_checks($label, $c, real => $t, content => $SECRET, mode => 0600);
     }
+    # follow_symlinks: a member's link is not followed (the kernel's
+    # fs.protected_symlinks stops at world-writable directories; followed,
+    # the link made root replace any file it named)
+    for my $api (@APIS) {
+        my $label = "sticky-group $api follow_symlinks: a group member's link at the target";
+        my $c = new_case('sticky-group');
+        my $t = "$c->{dir}/conf";
+        my $planted = as_attacker(sub { symlink "$c->{outside}/precious", $t or die "$!\n"; 'planted' });
+        is($planted, 'ok planted', "$label: planted");
+        my ($ok, $err, $errno) = victim($api, $t, $SECRET, { follow_symlinks => 1, perm => 0600 });
+        ok(!$ok, "$label: refused");
+        is($errno, Errno::EACCES(), "$label: EACCES");
+        like($err, qr/^unable to follow symlinks of '\Q$t\E' - /, "$label: the message says why");
+        is(fingerprint($c->{dir}), "conf=l:$c->{outside}/precious:$NOBODY:0777", "$label: the link left");
+        end_checks($label, $c);
+    }
     for my $api (@APIS) {
         my $label = "sticky-group $api preserve: a file of the directory's owner";
         my $c = new_case('sticky-group');
@@ -543,9 +559,60 @@ sub group_sticky_cases {
     }
 }
 
+# ------------------------------------------- a hard link at the target
+
+# A sticky directory's rule trusts the caller's (and the directory owner's)
+# files: but anyone may give a file of the caller's a second name there
+# (fs.protected_hardlinks lets them link a file they may read and write,
+# any file when it is 0). root's 0666 file (0660 of the attacker's group
+# in the group-writable directory), linked at the target by the attacker:
+# preserve took its mode (root's new secret readable and writable by the
+# attacker through both names: 0666), if_changed left it as the victim's
+# file. A file with more than one link there is trusted by neither.
+sub hardlink_cases {
+    for my $where (qw(sticky sticky-group)) {
+        my $shared_mode = $where eq 'sticky' ? 0666 : 0660;
+        my $plant = sub {
+            my ($c, $t, $content) = @_;
+            my $shared = "$c->{root}/shared";
+            spew($shared, $content, $shared_mode);
+            chown 0, $NOGROUP, $shared or die "chown: $!";
+            chmod $shared_mode, $shared or die "chmod: $!";
+            my $planted = as_attacker(sub { link $shared, $t or die "link: $!\n"; 'linked' });
+            return ($planted, $shared);
+        };
+        for my $api (@APIS) {
+            my $label = "$where $api preserve: a hard link to root's file at the target";
+            my $c = new_case($where);
+            my $t = "$c->{dir}/report";
+            my ($planted, $shared) = $plant->($c, $t, "bait\n");
+            is($planted, 'ok linked', "$label: linked");
+            my ($ok, $err, $errno) = victim($api, $t, $SECRET, { preserve => 1, perm => 0600 });
+            ok(!$ok, "$label: refused");
+            is($errno, Errno::EACCES(), "$label: EACCES");
+            like($err, qr/^unable to preserve owner and mode of '\Q$t\E' - /, "$label: the message says why");
+            is(slurp($shared), "bait\n", "$label: the linked file left as it was");
+            is(fingerprint($c->{dir}), sprintf("report=f:bait\n:0:%04o", $shared_mode), "$label: the link left");
+            end_checks($label, $c);
+        }
+        for my $api (grep { $_ ne 'writer' } @APIS) {
+            my $label = "$where $api if_changed: a hard link to root's identical file";
+            my $c = new_case($where);
+            my $t = "$c->{dir}/conf";
+            my ($planted, $shared) = $plant->($c, $t, $SECRET);
+            is($planted, 'ok linked', "$label: linked");
+            my ($ok, $err) = victim($api, $t, $SECRET, { if_changed => 1, perm => 0600 });
+            ok($ok, "$label: the call succeeds") or diag($err);
+            is((lstat $t)[3], 1, "$label: replaced: the target has one link, the victim's file");
+            end_checks($label, $c, real => $t, content => $SECRET, mode => 0600);
+        }
+    }
+}
+
 # ------------------------------------------------------------------ run
 
 group_sticky_cases();
+hardlink_cases();
 
 for my $ps (0, 1) {
     SKIP: {
