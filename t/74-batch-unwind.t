@@ -62,6 +62,25 @@ sub renames_interrupted {
     is_deeply([ temps_in($d) ], [], '... no temp left');
 }
 
+# ---- the held die runs $SIG{__DIE__} as often as perl's own signal
+# handling runs it for a handler's die (in the handler, and again as perl
+# throws it on), not once more when the batch throws it
+{
+    my ($d, @t) = three_old('diehook');
+    my $r = strace_call('our $hooks = 0; local $SIG{__DIE__} = sub { $hooks++ };'
+                        . ' local $SIG{ALRM} = sub { die "timeout\n" };'
+                        . ' eval { kill ALRM => $$; 1 }; my $perl = $hooks; $hooks = 0;'
+                        . ' eval { file_set_contents_many([ map { ($_ => "new\n") } @ARGV ]) };'
+                        . ' "$perl $hooks $@"',
+                        args => \@t, trace => ['renameat'],
+                        inject => ['renameat:error=EINTR:signal=SIGALRM:when=2']);
+    ok($r->{ok}, 'held die: the script runs') or diag $r->{err};
+    my ($perl, $batch, $err) = split / /, $r->{ret} // '', 3;
+    is($batch, $perl, "held die: \$SIG{__DIE__} runs as often as for a handler's die in plain perl ($perl)");
+    is($err, "timeout\n", '... the handler\'s die is what the caller gets');
+    is(join('', map { slurp($_) } @t), "new\n" x 3, '... after every rename');
+}
+
 # ---- a child forked by a handler, at each step of a batch with mkdir:
 # it unwinds its copy of the batch (dies in the handler) and must leave
 # the parent's new directories and temps alone; the parent goes on.
