@@ -37,6 +37,7 @@ int ff_batch_init(struct ff_batch *b, size_t n, const struct ff_options *opt,
     b->failed = b->failed_dir = b->dup_first = b->dup_second = FF_NONE;
     b->tail = "";
     b->sync_fd = -1;
+    b->cwd_fd = AT_FDCWD;
     b->files = n ? calloc(n, sizeof *b->files) : NULL;
     b->cap = b->files ? n : 0;
     return n && !b->files ? ENOMEM : 0;
@@ -425,7 +426,7 @@ void ff_batch_note_temps(struct ff_batch *b)
         if (dirfd >= 0)
             ff_atomic_note_temp(&f->a, dirfd, TEMP_LEAF(f));
         else
-            ff_atomic_note_temp(&f->a, AT_FDCWD, f->a.temp);
+            ff_atomic_note_temp(&f->a, b->cwd_fd, f->a.temp);
         b->unnoted--;
     }
 }
@@ -584,6 +585,29 @@ static int sync_dirs(struct ff_batch *b)
     return 0;
 }
 
+/* More directories than the cache holds: some are reopened by name later,
+ * after handlers may have run, and their temps may be removed by full name
+ * (out of fds). A handler's chdir must not make those names lead
+ * elsewhere: relative ones are taken from the working directory as it is
+ * now (an O_PATH fd of it). Where it cannot be opened, from the working
+ * directory of the moment, as before. No syscall when every directory
+ * stays in the cache, or every name is absolute. */
+static void pin_cwd(struct ff_batch *b)
+{
+    size_t k;
+    int fd, err;
+
+    if (b->ndirs <= b->cache_cap)
+        return;
+    for (k = 0; k < b->ndirs && b->dirs[k].path[0] == '/'; k++)
+        ;
+    if (k == b->ndirs)
+        return;
+    FF_SYSCALL(err, NULL, fd = open(".", FF_DIR_FLAGS));   /* no handler yet */
+    if (!err)
+        b->cwd_fd = fd;
+}
+
 int ff_batch_commit(struct ff_batch *b, long pid)
 {
     size_t i;
@@ -606,7 +630,10 @@ int ff_batch_commit(struct ff_batch *b, long pid)
             return EISDIR;
     }
     b->failed = FF_NONE;
-    if ((err = ff_batch_group_by_dir(b)) || (err = ff_batch_make_cache(b)) || (err = ff_batch_mark_need_id(b)) || (err = look_at_dirs(b))
+    if ((err = ff_batch_group_by_dir(b)) || (err = ff_batch_make_cache(b)))
+        return err;
+    pin_cwd(b);
+    if ((err = ff_batch_mark_need_id(b)) || (err = look_at_dirs(b))
         || (err = ff_batch_merge_same_dirs(b)) || (err = ff_batch_find_duplicate(b)))
         return err;
 
@@ -709,7 +736,7 @@ static int dir_name_same(const struct ff_batch *b, size_t k)
     struct stat st;
     int err;
 
-    FF_SYSCALL(err, NULL, stat(d->path, &st));
+    FF_SYSCALL(err, NULL, fstatat(b->cwd_fd, d->path, &st, 0));
     return !err && d->statted && st.st_dev == d->dev && st.st_ino == d->ino;
 }
 
@@ -721,7 +748,7 @@ static int dir_name_same(const struct ff_batch *b, size_t k)
  * runs, EINTR (FUSE) retried, bounded. */
 static void remove_temp(struct ff_batch *b, struct ff_batch_file *f)
 {
-    int dirfd = AT_FDCWD, err;
+    int dirfd = b->cwd_fd, err;
     const char *name = f->a.temp;
 
     if (b->cache_cap && ff_batch_dir_fd(b, f->dir, NULL) == 0) {
@@ -777,6 +804,10 @@ void ff_batch_discard(struct ff_batch *b)
     if (b->sync_fd >= 0) {
         close(b->sync_fd);
         b->sync_fd = -1;
+    }
+    if (b->cwd_fd >= 0) {
+        close(b->cwd_fd);
+        b->cwd_fd = AT_FDCWD;
     }
     for (i = 0; i < b->nmade; i++)
         if (b->made[i].path != b->failed_path)

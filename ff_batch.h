@@ -116,6 +116,11 @@ struct ff_batch {
     struct ff_batch_made *made;
     size_t nmade;
     int sync_fd;            /* a directory fd while it is fsynced, or -1 */
+    int cwd_fd;             /* where relative directory names are reopened
+                             * from: the working directory as the batch
+                             * began, when a directory may leave the cache
+                             * (a handler's chdir must not make its name
+                             * lead elsewhere); else AT_FDCWD */
     size_t failed;          /* the file whose step failed: files[failed].a.step */
     size_t failed_dir;      /* or the directory that failed (dir_step) */
     enum ff_dir_step dir_step;

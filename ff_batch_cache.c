@@ -117,7 +117,7 @@ int ff_batch_dir_fd(struct ff_batch *b, size_t k, const struct ff_eintr *intr)
     if (b->cache[slot] != FF_NONE)
         close_dir(b, slot);
     do
-        FF_SYSCALL(err, intr, d->fd = open(d->path, FF_DIR_FLAGS));
+        FF_SYSCALL(err, intr, d->fd = openat(b->cwd_fd, d->path, FF_DIR_FLAGS));
     while (err == EMFILE && ff_batch_evict_one(b, k));
     if (err) {
         d->fd = -1;

@@ -511,7 +511,10 @@ C<file_set_contents>); only the C<fsync> of a directory opens it for
 reading. So a parent directory renamed while the call runs leaves no
 temporary file behind, as long as the batch's directories fit its share of
 descriptors (below); a directory that had to be closed and is needed again
-is reopened by its name and must still be the same directory (device and
+is reopened by its name (a relative one from the working directory the
+batch began in, held open for that: a signal handler's C<chdir> changes
+nothing; one more C<open> for a batch over more directories than its cache
+holds) and must still be the same directory (device and
 inode), or the batch fails (C<ESTALE>, or C<ENOENT> when nothing has that
 name any more; in the renames, after the targets before it were replaced, as
 any failing rename) and what it had in that directory, moved away meanwhile,

@@ -137,4 +137,23 @@ for my $c (
     }
 }
 
+# ---- a handler that changes the working directory during a batch of
+# relative names over more directories than its cache holds (ulimit -n 20,
+# 60 directories): those that left the cache are reopened, and their temps
+# removed, from the working directory the batch began in. (Reopened from
+# the new one, they were not found: the batch failed, 24 temps left.)
+{
+    my $base = "$dir/chdir";
+    mkdir $base or die;
+    for (1 .. 60) { mkdir "$base/d$_" or die }
+    my $r = strace_call('chdir $ARGV[0] or die; local $SIG{ALRM} = sub { chdir "/" or die };'
+                        . ' file_set_contents_many([ map { ("d$_/f" => "new\n") } 1 .. 60 ])',
+                        args => [$base], trace => ['write'], ulimit_n => 20,
+                        inject => ['write:error=EINTR:signal=SIGALRM:when=30']);
+    is($r->{injected}, 1, 'chdir in a handler: the 30th write interrupted');
+    ok($r->{ok}, '... the batch succeeds') or diag $r->{err};
+    is(scalar(grep { (slurp("$base/d$_/f") // '') eq "new\n" } 1 .. 60), 60, '... every file written where it was named');
+    is_deeply([ temps_in($base) ], [], '... no temp left');
+}
+
 done_testing();
