@@ -210,7 +210,7 @@ static int make_dirs(struct ff_batch *b)
         /* the path is the batch's before a mkdir runs: a handler that dies
          * meanwhile leaks nothing, and discard removes what was made */
         made->dir = k;
-        if ((err = ff_mkdir_p(made->path, &made->levels, b->intr))) {
+        if ((err = ff_mkdir_p_at(b->cwd_fd, made->path, &made->levels, b->intr))) {
             b->failed_path = made->path;    /* cut at the level that failed */
             return err;
         }
@@ -410,10 +410,33 @@ static int write_all(struct ff_batch *b)
 /* ---- publishing: only temps still the files made; from the first rename
  * on, a handler's die is held until the end (b->renaming) ---- */
 
+/* User code may chdir: from its first run on, relative names (directories
+ * reopened after they left the cache, temps removed by full name, the
+ * directories mkdir makes and removes again) are taken from the working
+ * directory as it was, held open (O_PATH). None of that before: no
+ * syscall where no user code runs, or every name is absolute. Where "."
+ * cannot be opened, they go on from the working directory of the moment. */
+static void pin_cwd(struct ff_batch *b)
+{
+    size_t i;
+    int fd, err;
+
+    if (b->cwd_fd != AT_FDCWD)
+        return;
+    for (i = 0; i < b->n && b->files[i].a.target && b->files[i].a.target[0] == '/'; i++)
+        ;
+    if (i == b->n)
+        return;
+    FF_SYSCALL(err, NULL, fd = open(".", FF_DIR_FLAGS));
+    if (!err)
+        b->cwd_fd = fd;
+}
+
 void ff_batch_note_temps(struct ff_batch *b)
 {
     size_t i;
 
+    pin_cwd(b);
     b->user_code_runs++;
     for (i = 0; i < b->n && b->unnoted; i++) {
         struct ff_batch_file *f = &b->files[i];
@@ -585,29 +608,6 @@ static int sync_dirs(struct ff_batch *b)
     return 0;
 }
 
-/* More directories than the cache holds: some are reopened by name later,
- * after handlers may have run, and their temps may be removed by full name
- * (out of fds). A handler's chdir must not make those names lead
- * elsewhere: relative ones are taken from the working directory as it is
- * now (an O_PATH fd of it). Where it cannot be opened, from the working
- * directory of the moment, as before. No syscall when every directory
- * stays in the cache, or every name is absolute. */
-static void pin_cwd(struct ff_batch *b)
-{
-    size_t k;
-    int fd, err;
-
-    if (b->ndirs <= b->cache_cap)
-        return;
-    for (k = 0; k < b->ndirs && b->dirs[k].path[0] == '/'; k++)
-        ;
-    if (k == b->ndirs)
-        return;
-    FF_SYSCALL(err, NULL, fd = open(".", FF_DIR_FLAGS));   /* no handler yet */
-    if (!err)
-        b->cwd_fd = fd;
-}
-
 int ff_batch_commit(struct ff_batch *b, long pid)
 {
     size_t i;
@@ -630,10 +630,7 @@ int ff_batch_commit(struct ff_batch *b, long pid)
             return EISDIR;
     }
     b->failed = FF_NONE;
-    if ((err = ff_batch_group_by_dir(b)) || (err = ff_batch_make_cache(b)))
-        return err;
-    pin_cwd(b);
-    if ((err = ff_batch_mark_need_id(b)) || (err = look_at_dirs(b))
+    if ((err = ff_batch_group_by_dir(b)) || (err = ff_batch_make_cache(b)) || (err = ff_batch_mark_need_id(b)) || (err = look_at_dirs(b))
         || (err = ff_batch_merge_same_dirs(b)) || (err = ff_batch_find_duplicate(b)))
         return err;
 
@@ -715,7 +712,7 @@ static int cut_to_parent(char *path)
  * goes (a directory a target was renamed into stays, with its parents).
  * A path cut short (a mkdir failed, or a handler died in one) names the
  * level that was not made: the levels made are above it. */
-static void unmake(struct ff_batch_made *m)
+static void unmake(struct ff_batch_made *m, int cwd_fd)
 {
     char *p = m->path;
     int levels = m->levels, err = 0;
@@ -723,7 +720,8 @@ static void unmake(struct ff_batch_made *m)
     if (!m->complete && !cut_to_parent(p))
         return;
     while (levels-- > 0) {
-        FF_SYSCALL(err, NULL, rmdir(p));    /* unwinding: no handler runs */
+        /* unwinding: no handler runs */
+        FF_SYSCALL(err, NULL, cwd_fd == AT_FDCWD ? rmdir(p) : unlinkat(cwd_fd, p, AT_REMOVEDIR));
         if (err || !cut_to_parent(p))
             break;
     }
@@ -795,7 +793,7 @@ void ff_batch_discard(struct ff_batch *b)
         ff_atomic_discard(&b->files[i].a);
     if (!b->done && !b->forgotten)
         for (i = b->nmade; i-- > 0;)
-            unmake(&b->made[i]);
+            unmake(&b->made[i], b->cwd_fd);
     for (i = 0; i < b->ndirs; i++) {
         if (b->dirs[i].fd >= 0)
             close(b->dirs[i].fd);

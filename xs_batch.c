@@ -97,6 +97,8 @@ static void S_batch_croak(pTHX_ struct ff_batch *b, int err, SV **paths)
      * cleanup would remove them (same syscalls), so that code never sees
      * them */
     ff_batch_remove_temps(b);
+    if (ff_batch_has_work(b))   /* directories made: that code may chdir */
+        ff_batch_note_temps(b);
 
     if (b->dup_second != (size_t)-1) {
         SV *first = paths[b->dup_first], *second = paths[b->dup_second];

@@ -511,15 +511,18 @@ C<file_set_contents>); only the C<fsync> of a directory opens it for
 reading. So a parent directory renamed while the call runs leaves no
 temporary file behind, as long as the batch's directories fit its share of
 descriptors (below); a directory that had to be closed and is needed again
-is reopened by its name (a relative one from the working directory the
-batch began in, held open for that: a signal handler's C<chdir> changes
-nothing; one more C<open> for a batch over more directories than its cache
-holds) and must still be the same directory (device and
+is reopened by its name and must still be the same directory (device and
 inode), or the batch fails (C<ESTALE>, or C<ENOENT> when nothing has that
 name any more; in the renames, after the targets before it were replaced, as
 any failing rename) and what it had in that directory, moved away meanwhile,
 can no longer be found. The directories made by
-C<mkdir> are removed by their names.
+C<mkdir> are removed by their names. Relative names (directories reopened,
+temporary files removed by full name, directories made and removed) are
+taken from the working directory the batch had before user code first ran
+in it (a signal handler, or with C<mkdir> the C<$SIG{__DIE__}> hook of a
+failure): a C<chdir> there changes nothing of what the batch touches. That
+directory is held open from then on (one C<open>; none where no user code
+runs, or every name is absolute).
 
 B<Descriptors.> The batch keeps a bounded number of file descriptors open,
 whatever the number of files and directories: half of C<RLIMIT_NOFILE>

@@ -137,11 +137,13 @@ for my $c (
     }
 }
 
-# ---- a handler that changes the working directory during a batch of
-# relative names over more directories than its cache holds (ulimit -n 20,
-# 60 directories): those that left the cache are reopened, and their temps
-# removed, from the working directory the batch began in. (Reopened from
-# the new one, they were not found: the batch failed, 24 temps left.)
+# ---- user code that changes the working directory during a batch of
+# relative names: what the batch reopens or removes by name afterwards is
+# taken from the working directory it had before that code first ran.
+# Over more directories than its cache holds (ulimit -n 20, 60
+# directories), those that left the cache are reopened, and their temps
+# removed, from there (from the new one they were not found: the batch
+# failed, 24 temps left).
 {
     my $base = "$dir/chdir";
     mkdir $base or die;
@@ -154,6 +156,31 @@ for my $c (
     ok($r->{ok}, '... the batch succeeds') or diag $r->{err};
     is(scalar(grep { (slurp("$base/d$_/f") // '') eq "new\n" } 1 .. 60), 60, '... every file written where it was named');
     is_deeply([ temps_in($base) ], [], '... no temp left');
+}
+
+# The directories mkdir made are removed from there too, by a handler that
+# dies or by a failure whose $SIG{__DIE__} hook changes directory: from the
+# new one, the batch removed another directory's empty new/sub and new,
+# and left its own.
+{
+    my $base = "$dir/chdir-mkdir";
+    for my $c ([ 'a handler that dies', 'local $SIG{ALRM} = sub { chdir $ARGV[1] or die; die "handler\n" };',
+                 [ 'new/sub/f' => "x\n", 'new/sub/g' => "y\n" ], qr/^handler$/ ],
+               [ 'a $SIG{__DIE__} hook', 'local $SIG{__DIE__} = sub { chdir $ARGV[1] or die };',
+                 [ 'new/sub' => "x\n", 'new/sub/f' => "y\n" ], qr/Is a directory/ ]) {
+        my ($who, $setup, $pairs, $err) = @$c;
+        mkdir $base or die;
+        mkdir "$base/$_" or die for qw(a b b/new b/new/sub);
+        my $r = strace_call('chdir $ARGV[0] or die; ' . $setup
+                            . ' file_set_contents_many([ ' . join(', ', map { "'$_'" } @$pairs) . ' ], { mkdir => 1 })',
+                            args => [ "$base/a", "$base/b" ], trace => ['write'],
+                            inject => [ $setup =~ /ALRM/ ? 'write:error=EINTR:signal=SIGALRM:when=1' : () ]);
+        ok(!$r->{ok}, "chdir in $who, mkdir: the batch fails");
+        like($r->{err}, $err, '... with its error');
+        ok(-d "$base/b/new/sub", "... the other directory's new/sub left alone");
+        ok(!-e "$base/a/new", '... the directories it made removed');
+        system('rm', '-rf', $base);
+    }
 }
 
 done_testing();
