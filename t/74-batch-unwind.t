@@ -183,4 +183,25 @@ for my $c (
     }
 }
 
+# ---- mkdir: a directory found missing (made later) takes no place in the
+# cache. It did: with two missing directories the cache (two places) was
+# full of failed opens, each made directory pushed the other out, and one
+# moved while its temps were written (a handler renames its parent) could
+# not be found again: the batch failed, its two temps left behind. As with
+# directories that existed, it is written and renamed into where it is now.
+{
+    my $base = "$dir/mkdir-moved";
+    mkdir $base or die;
+    my @t = map { my $k = $_; map { "$base/d$k/s/f$_" } 1, 2 } 1, 2;
+    my $r = strace_call('local $SIG{ALRM} = sub { rename "$ARGV[0]/d1", "$ARGV[0]/d1.moved" or die "rename: $!" };'
+                        . ' file_set_contents_many([ map { ($_ => "new\n") } @ARGV[1 .. 4] ], { mkdir => 1 })',
+                        args => [ $base, @t ], trace => ['write'],
+                        inject => ['write:error=EINTR:signal=SIGALRM:when=1']);
+    is($r->{injected}, 1, 'mkdir, a new directory moved while written: injected');
+    ok($r->{ok}, '... the batch succeeds') or diag $r->{err};
+    is(join('', map { slurp($_) // 'missing' } map { s{/d1/}{/d1.moved/}r } @t), "new\n" x 4,
+       '... every file written, those of the moved directory where it is now');
+    is_deeply([ temps_in($base) ], [], '... no temp left');
+}
+
 done_testing();
