@@ -37,6 +37,7 @@ int ff_batch_init(struct ff_batch *b, size_t n, const struct ff_options *opt,
     b->failed = b->failed_dir = b->dup_first = b->dup_second = FF_NONE;
     b->tail = "";
     b->sync_fd = -1;
+    b->cwd_fd = AT_FDCWD;
     b->files = n ? calloc(n, sizeof *b->files) : NULL;
     b->cap = b->files ? n : 0;
     return n && !b->files ? ENOMEM : 0;
@@ -210,7 +211,7 @@ static int make_dirs(struct ff_batch *b)
         /* the path is the batch's before a mkdir runs: a handler that dies
          * meanwhile leaks nothing, and discard removes what was made */
         made->dir = k;
-        if ((err = ff_mkdir_p(made->path, &made->levels, b->intr))) {
+        if ((err = ff_mkdir_p_at(b->cwd_fd, made->path, &made->levels, b->intr))) {
             b->failed_path = made->path;    /* cut at the level that failed */
             return err;
         }
@@ -415,10 +416,33 @@ static int write_all(struct ff_batch *b)
 /* ---- publishing: only temps still the files made; from the first rename
  * on, a handler's die is held until the end (b->renaming) ---- */
 
+/* User code may chdir: from its first run on, relative names (directories
+ * reopened after they left the cache, temps removed by full name, the
+ * directories mkdir makes and removes again) are taken from the working
+ * directory as it was, held open (O_PATH). None of that before: no
+ * syscall where no user code runs, or every name is absolute. Where "."
+ * cannot be opened, they go on from the working directory of the moment. */
+static void pin_cwd(struct ff_batch *b)
+{
+    size_t i;
+    int fd, err;
+
+    if (b->cwd_fd != AT_FDCWD)
+        return;
+    for (i = 0; i < b->n && b->files[i].a.target && b->files[i].a.target[0] == '/'; i++)
+        ;
+    if (i == b->n)
+        return;
+    FF_SYSCALL(err, NULL, fd = open(".", FF_DIR_FLAGS));
+    if (!err)
+        b->cwd_fd = fd;
+}
+
 void ff_batch_note_temps(struct ff_batch *b)
 {
     size_t i;
 
+    pin_cwd(b);
     b->user_code_runs++;
     for (i = 0; i < b->n && b->unnoted; i++) {
         struct ff_batch_file *f = &b->files[i];
@@ -431,7 +455,7 @@ void ff_batch_note_temps(struct ff_batch *b)
         if (dirfd >= 0)
             ff_atomic_note_temp(&f->a, dirfd, TEMP_LEAF(f));
         else
-            ff_atomic_note_temp(&f->a, AT_FDCWD, f->a.temp);
+            ff_atomic_note_temp(&f->a, b->cwd_fd, f->a.temp);
         b->unnoted--;
     }
 }
@@ -695,7 +719,7 @@ static int cut_to_parent(char *path)
  * goes (a directory a target was renamed into stays, with its parents).
  * A path cut short (a mkdir failed, or a handler died in one) names the
  * level that was not made: the levels made are above it. */
-static void unmake(struct ff_batch_made *m)
+static void unmake(struct ff_batch_made *m, int cwd_fd)
 {
     char *p = m->path;
     int levels = m->levels, err = 0;
@@ -703,7 +727,8 @@ static void unmake(struct ff_batch_made *m)
     if (!m->complete && !cut_to_parent(p))
         return;
     while (levels-- > 0) {
-        FF_SYSCALL(err, NULL, rmdir(p));    /* unwinding: no handler runs */
+        /* unwinding: no handler runs */
+        FF_SYSCALL(err, NULL, cwd_fd == AT_FDCWD ? rmdir(p) : unlinkat(cwd_fd, p, AT_REMOVEDIR));
         if (err || !cut_to_parent(p))
             break;
     }
@@ -716,7 +741,7 @@ static int dir_name_same(const struct ff_batch *b, size_t k)
     struct stat st;
     int err;
 
-    FF_SYSCALL(err, NULL, stat(d->path, &st));
+    FF_SYSCALL(err, NULL, fstatat(b->cwd_fd, d->path, &st, 0));
     return !err && d->statted && st.st_dev == d->dev && st.st_ino == d->ino;
 }
 
@@ -728,7 +753,7 @@ static int dir_name_same(const struct ff_batch *b, size_t k)
  * runs, EINTR (FUSE) retried, bounded. */
 static void remove_temp(struct ff_batch *b, struct ff_batch_file *f)
 {
-    int dirfd = AT_FDCWD, err;
+    int dirfd = b->cwd_fd, err;
     const char *name = f->a.temp;
 
     if (b->cache_cap && ff_batch_dir_fd(b, f->dir, NULL) == 0) {
@@ -775,7 +800,7 @@ void ff_batch_discard(struct ff_batch *b)
         ff_atomic_discard(&b->files[i].a);
     if (!b->done && !b->forgotten)
         for (i = b->nmade; i-- > 0;)
-            unmake(&b->made[i]);
+            unmake(&b->made[i], b->cwd_fd);
     for (i = 0; i < b->ndirs; i++) {
         if (b->dirs[i].fd >= 0)
             close(b->dirs[i].fd);
@@ -784,6 +809,10 @@ void ff_batch_discard(struct ff_batch *b)
     if (b->sync_fd >= 0) {
         close(b->sync_fd);
         b->sync_fd = -1;
+    }
+    if (b->cwd_fd >= 0) {
+        close(b->cwd_fd);
+        b->cwd_fd = AT_FDCWD;
     }
     for (i = 0; i < b->nmade; i++)
         if (b->made[i].path != b->failed_path)

@@ -116,6 +116,9 @@ struct ff_batch {
     struct ff_batch_made *made;
     size_t nmade;
     int sync_fd;            /* a directory fd while it is fsynced, or -1 */
+    int cwd_fd;             /* where relative names are taken from once user
+                             * code has run (it may chdir): the working
+                             * directory before it first ran; else AT_FDCWD */
     size_t failed;          /* the file whose step failed: files[failed].a.step */
     size_t failed_dir;      /* or the directory that failed (dir_step) */
     enum ff_dir_step dir_step;
@@ -169,6 +172,7 @@ int ff_batch_has_work(const struct ff_batch *b);
  * cleanup touch only the files this batch made (ff_atomic_note_temp). No
  * intr callback runs. */
 void ff_batch_note_temps(struct ff_batch *b);
+/* (It also holds the working directory open, for relative names.) */
 
 /* The temps still ours closed and removed (as discard does), nothing
  * freed: before the glue croaks. Keeps errno, runs no intr callback. */

@@ -92,7 +92,7 @@ int ff_batch_dir_fd(struct ff_batch *b, size_t k, const struct ff_eintr *intr)
     struct ff_batch_dir *d = &b->dirs[k];
     size_t slot;
     struct stat st;
-    int err;
+    int err, fresh = 0;
 
     if (d->fd >= 0)
         return 0;
@@ -104,7 +104,12 @@ int ff_batch_dir_fd(struct ff_batch *b, size_t k, const struct ff_eintr *intr)
      * least four (half of a smaller cache): one slot that turns over
      * reopened two alternating directories for every file. */
     if (b->cache_fill < b->cache_cap) {
-        slot = b->cache_fill++;
+        slot = b->cache_fill;   /* taken once the open succeeds: a missing
+                                 * directory (mkdir makes it later) must not
+                                 * keep a slot, or the cache turns over early
+                                 * and a directory moved meanwhile cannot be
+                                 * found again */
+        fresh = 1;
     } else {
         size_t turn = b->cache_cap / 8;
         if (turn < 4)
@@ -117,7 +122,7 @@ int ff_batch_dir_fd(struct ff_batch *b, size_t k, const struct ff_eintr *intr)
     if (b->cache[slot] != FF_NONE)
         close_dir(b, slot);
     do
-        FF_SYSCALL(err, intr, d->fd = open(d->path, FF_DIR_FLAGS));
+        FF_SYSCALL(err, intr, d->fd = openat(b->cwd_fd, d->path, FF_DIR_FLAGS));
     while (err == EMFILE && ff_batch_evict_one(b, k));
     if (err) {
         d->fd = -1;
@@ -140,5 +145,6 @@ int ff_batch_dir_fd(struct ff_batch *b, size_t k, const struct ff_eintr *intr)
         d->statted = 1;
     }
     b->cache[slot] = k;
+    b->cache_fill += fresh;
     return 0;
 }

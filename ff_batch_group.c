@@ -112,15 +112,32 @@ int ff_batch_group_by_dir(struct ff_batch *b)
     return 0;
 }
 
-/* FNV-1a of a leaf, from the batch's random seed (and a directory index:
- * NONE for the leaf alone) */
+/* ASCII letters folded to lower case: how a directory that folds case
+ * (ext4 or tmpfs casefold, vfat, cifs) may see a name. Not the locale's
+ * tolower: a name is bytes. */
+static unsigned char fold(unsigned char c)
+{
+    return c >= 'A' && c <= 'Z' ? (unsigned char)(c - 'A' + 'a') : c;
+}
+
+/* 1 when two leaves are one name where case folds */
+static int same_folded(const char *x, const char *y)
+{
+    while (*x && fold((unsigned char)*x) == fold((unsigned char)*y))
+        x++, y++;
+    return fold((unsigned char)*x) == fold((unsigned char)*y);
+}
+
+/* FNV-1a of a leaf, case folded (a leaf and its case variants probe one
+ * chain: the tables find exact matches and folded ones alike), from the
+ * batch's random seed (and a directory index: NONE for the leaf alone) */
 static uint64_t leaf_hash(const struct ff_batch *b, size_t dir, const char *leaf)
 {
     const unsigned char *p = (const unsigned char *)leaf;
     uint64_t h = (1469598103934665603ULL ^ b->seed) ^ (uint64_t)dir * 0x9e3779b97f4a7c15ULL;
 
     while (*p)
-        h = (h ^ *p++) * 1099511628211ULL;
+        h = (h ^ fold(*p++)) * 1099511628211ULL;
     return h;
 }
 
@@ -147,9 +164,13 @@ static size_t *make_slots(size_t n, size_t *mask)
     return calloc(size, sizeof(size_t));
 }
 
-/* The first file whose target leaf is leaf (slots: a table of target
- * leaves, by leaf_hash(b, dir, ...), dir NONE for the leaf alone; same
- * directory too unless dir is NONE), or NONE */
+/* The first file whose target leaf is leaf, or is where case folds (slots:
+ * a table of target leaves, by leaf_hash(b, dir, ...), dir NONE for the
+ * leaf alone; same directory too unless dir is NONE), or NONE. Folded: a
+ * temp "x.tmp.<pid>" beside a target "X.TMP.<pid>" is that target on a
+ * directory that folds case, where the first pair's rename would replace
+ * the other's temp (the temp then takes a random name: harmless where
+ * case counts). */
 static size_t find_leaf(const struct ff_batch *b, const size_t *slots, size_t mask, size_t dir,
                         const char *leaf)
 {
@@ -157,7 +178,7 @@ static size_t find_leaf(const struct ff_batch *b, const size_t *slots, size_t ma
 
     for (s = (size_t)leaf_hash(b, dir, leaf) & mask; slots[s]; s = (s + 1) & mask) {
         const struct ff_batch_file *g = &b->files[slots[s] - 1];
-        if ((dir == FF_NONE || g->dir == dir) && strcmp(LEAF(g), leaf) == 0)
+        if ((dir == FF_NONE || g->dir == dir) && same_folded(LEAF(g), leaf))
             return slots[s] - 1;
     }
     return FF_NONE;
@@ -167,7 +188,9 @@ static size_t find_leaf(const struct ff_batch *b, const size_t *slots, size_t ma
  * directory holding the same leaf make a duplicate, or a temp that is
  * another pair's target (a leaf "x" here, "x.tmp.<pid>" there), so only
  * directories that share such a leaf with another directory name are
- * fstatted (with fsync, all: one fsync per directory). A batch whose leaves
+ * fstatted (with fsync, all: one fsync per directory). The same where case
+ * folds ("D/x" and "d/X" are one file on a directory that folds case: one
+ * directory, told apart when their temps meet). A batch whose leaves
  * differ, or in one directory, costs no fstat. */
 int ff_batch_mark_need_id(struct ff_batch *b)
 {
@@ -189,7 +212,7 @@ int ff_batch_mark_need_id(struct ff_batch *b)
          * probe, each stops at the first */
         for (s = (size_t)leaf_hash(b, FF_NONE, LEAF(f)) & mask; slots[s]; s = (s + 1) & mask) {
             const struct ff_batch_file *g = &b->files[slots[s] - 1];
-            if (strcmp(LEAF(g), LEAF(f)) == 0)
+            if (same_folded(LEAF(g), LEAF(f)))
                 break;
         }
         if (!slots[s]) {

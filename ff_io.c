@@ -424,6 +424,11 @@ static int create_temp(struct ff_atomic *a)
 
 int ff_mkdir_p(char *dir, int *made, const struct ff_eintr *intr)
 {
+    return ff_mkdir_p_at(AT_FDCWD, dir, made, intr);
+}
+
+int ff_mkdir_p_at(int dirfd, char *dir, int *made, const struct ff_eintr *intr)
+{
     size_t len = strlen(dir);
     int err;
 
@@ -432,7 +437,7 @@ int ff_mkdir_p(char *dir, int *made, const struct ff_eintr *intr)
     for (;;) {
         char *slash;
 
-        FF_SYSCALL(err, intr, mkdir(dir, 0777));
+        FF_SYSCALL(err, intr, dirfd == AT_FDCWD ? mkdir(dir, 0777) : mkdirat(dirfd, dir, 0777));
         if (err != ENOENT)
             break;
         slash = strrchr(dir, '/');
@@ -448,7 +453,7 @@ int ff_mkdir_p(char *dir, int *made, const struct ff_eintr *intr)
     /* down: put each cut back, creating that level */
     while (strlen(dir) < len) {
         dir[strlen(dir)] = '/';
-        FF_SYSCALL(err, intr, mkdir(dir, 0777));
+        FF_SYSCALL(err, intr, dirfd == AT_FDCWD ? mkdir(dir, 0777) : mkdirat(dirfd, dir, 0777));
         if (err && err != EEXIST)
             return err;
         ++*made;            /* made here or by a racing creator: ours to sync */

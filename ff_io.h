@@ -260,6 +260,8 @@ char *ff_dir_of(const char *path);
  * signal handler dies meanwhile. *made: the levels made (the last ones of
  * dir), to be made durable with ff_sync_parents. */
 int ff_mkdir_p(char *dir, int *made, const struct ff_eintr *intr);
+/* The same, a relative dir taken from the directory dirfd (or AT_FDCWD). */
+int ff_mkdir_p_at(int dirfd, char *dir, int *made, const struct ff_eintr *intr);
 
 /* fsync the first `levels` ancestors of the directory dir (the parents of
  * the levels ff_mkdir_p made), cutting dir in place. The open directory is

@@ -97,6 +97,8 @@ static void S_batch_croak(pTHX_ struct ff_batch *b, int err, SV **paths)
      * cleanup would remove them (same syscalls), so that code never sees
      * them */
     ff_batch_remove_temps(b);
+    if (ff_batch_has_work(b))   /* directories made: that code may chdir */
+        ff_batch_note_temps(b);
 
     if (b->dup_second != (size_t)-1) {
         SV *first = paths[b->dup_first], *second = paths[b->dup_second];
@@ -229,8 +231,13 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
     err = ff_batch_commit(b, (long)pid);
     if (err)                    /* it names what was replaced: it wins */
         batch_croak(b, err, paths);
-    if (bg.held.error)          /* a handler died during the renames */
+    if (bg.held.error) {        /* a handler died during the renames */
+        /* its die ran $SIG{__DIE__} already, as many times as perl's own
+         * signal handling runs it: not once more for this throw */
+        SAVESPTR(PL_diehook);
+        PL_diehook = NULL;
         croak_sv(bg.held.error);
+    }
     written = (IV)b->written;
     LEAVE;
     SETERRNO(0, 0);             /* as file_set_contents leaves it (data written) */

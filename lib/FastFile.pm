@@ -674,7 +674,13 @@ inode), or the batch fails (C<ESTALE>, or C<ENOENT> when nothing has that
 name any more; in the renames, after the targets before it were replaced, as
 any failing rename) and what it had in that directory, moved away meanwhile,
 can no longer be found. The directories made by
-C<mkdir> are removed by their names.
+C<mkdir> are removed by their names. Relative names (directories reopened,
+temporary files removed by full name, directories made and removed) are
+taken from the working directory the batch had before user code first ran
+in it (a signal handler, or with C<mkdir> the C<$SIG{__DIE__}> hook of a
+failure): a C<chdir> there changes nothing of what the batch touches. That
+directory is held open from then on (one C<open>; none where no user code
+runs, or every name is absolute).
 
 B<Descriptors.> The batch keeps a bounded number of file descriptors open,
 whatever the number of files and directories: half of C<RLIMIT_NOFILE>

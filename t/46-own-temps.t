@@ -126,14 +126,52 @@ SKIP: {
     ok(!-e "$d/A" && !-e "$d/a", '... nothing published');
     is(entries($d), "a.tmp.$r->{pid}", '... only the link the handler made is left');
 }
+# ---- the same where the directory's names differ too: "real/x" and
+# "L/X" (L a symlink to real) are one file where case folds. The leaves
+# fold alike, so the two directory names are told apart by identity (one
+# directory), and the second temp's name is found taken by the first
+# temp (the handler's link, as above): the same error.
 SKIP: {
-    skip 'casefold: needs root (mount)', 5 if $>;
-    skip 'casefold: this kernel has no casefold tmpfs (/sys/fs/tmpfs/features/casefold; CONFIG_UNICODE, Linux 6.13+)', 5
+    my $why = strace_why();
+    skip $why, 3 if $why;
+    my $d = "$dir/fold-dirs";
+    mkdir $d or die;
+    mkdir "$d/real" or die;
+    symlink 'real', "$d/L" or die;
+    # "L" sorts first: X's temp is written first, through L
+    my $r = strace_call('local $SIG{ALRM} = sub { link "$ARGV[0]/real/X.tmp.$$", "$ARGV[0]/real/x.tmp.$$" or die "link: $!" };'
+                        . ' file_set_contents_many([ "$ARGV[0]/real/x" => "1\n", "$ARGV[0]/L/X" => "2\n" ])',
+                        args => [$d], trace => ['write'], inject => ['write:error=EINTR:signal=SIGALRM:when=1']);
+    ok(!$r->{ok}, 'folded names in two directory names (simulated): the batch fails') or diag $r->{log};
+    is($r->{err}, "file_set_contents_many: '$d/L/X' and '$d/real/x' are the same file\n",
+       '... as for a target given twice');
+    is(entries("$d/real"), "x.tmp.$r->{pid}", '... nothing published, only the link the handler made left');
+}
+
+# ---- a temp whose name folds to another pair's target ("x.tmp.$$" beside
+# "X.TMP.$$"): where case folds, that pair's rename would replace it and
+# "x" would get the other pair's bytes. Such a temp takes a random name,
+# as one that is another pair's target exactly does.
+SKIP: {
+    my $why = strace_why();
+    skip $why, 3 if $why;
+    my $d = "$dir/fold-temp";
+    mkdir $d or die;
+    my $r = strace_call('file_set_contents_many([ "$ARGV[0]/X.TMP.$$" => "1\n", "$ARGV[0]/x" => "2\n" ])',
+                        args => [$d], trace => ['openat']);
+    ok($r->{ok}, 'temp named like another target but for case: the batch succeeds') or diag $r->{err};
+    my @made = $r->{log} =~ /openat\(\d+, "(x\.tmp\.[^"]*)", [^)]*O_CREAT/g;
+    like("@made", qr/\Ax\.tmp\.$r->{pid}\.[0-9a-f]{16}\z/, '... its temp takes a random name') or diag $r->{log};
+    is(slurp("$d/x") . slurp("$d/X.TMP.$r->{pid}"), "2\n1\n", '... each target its own bytes');
+}
+SKIP: {
+    skip 'casefold: needs root (mount)', 9 if $>;
+    skip 'casefold: this kernel has no casefold tmpfs (/sys/fs/tmpfs/features/casefold; CONFIG_UNICODE, Linux 6.13+)', 9
         unless -e '/sys/fs/tmpfs/features/casefold';
-    skip 'casefold: chattr not installed', 5 unless FFTest::which('chattr');
+    skip 'casefold: chattr not installed', 9 unless FFTest::which('chattr');
     my $mnt = "$dir/fold";
     mkdir $mnt or die;
-    skip "casefold: mount -o casefold failed", 5 if system('mount', '-t', 'tmpfs', '-o', 'casefold,size=1m', 'tmpfs', $mnt);
+    skip "casefold: mount -o casefold failed", 9 if system('mount', '-t', 'tmpfs', '-o', 'casefold,size=1m', 'tmpfs', $mnt);
     my $ok = eval {
         mkdir "$mnt/d" or die "mkdir: $!";
         system('chattr', '+F', "$mnt/d") == 0 or die "chattr +F failed\n";
@@ -149,6 +187,14 @@ SKIP: {
             like($@, qr/are the same file/, '... as for a target given twice');
         }
         is(slurp("$mnt/d/x"), "old\n", 'casefold: the existing target untouched');
+        symlink 'd', "$mnt/L" or die "symlink: $!";
+        ok(!eval { file_set_contents_many([ "$mnt/d/x" => "1\n", "$mnt/L/X" => "2\n" ]); 1 },
+           'casefold, d/x and L/X (L a symlink to d): the batch fails');
+        like($@, qr/are the same file/, '... as for a target given twice');
+        unlink "$mnt/d/x";
+        ok(eval { file_set_contents_many([ "$mnt/d/X.TMP.$$" => "1\n", "$mnt/d/x" => "2\n" ]); 1 },
+           'casefold, X.TMP.$$ and x: the batch succeeds') or diag $@;
+        is(slurp("$mnt/d/x") . slurp("$mnt/d/X.TMP.$$"), "2\n1\n", '... each target its own bytes');
     } else {
         fail("casefold: $err");
     }

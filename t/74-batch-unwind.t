@@ -62,6 +62,25 @@ sub renames_interrupted {
     is_deeply([ temps_in($d) ], [], '... no temp left');
 }
 
+# ---- the held die runs $SIG{__DIE__} as often as perl's own signal
+# handling runs it for a handler's die (in the handler, and again as perl
+# throws it on), not once more when the batch throws it
+{
+    my ($d, @t) = three_old('diehook');
+    my $r = strace_call('our $hooks = 0; local $SIG{__DIE__} = sub { $hooks++ };'
+                        . ' local $SIG{ALRM} = sub { die "timeout\n" };'
+                        . ' eval { kill ALRM => $$; 1 }; my $perl = $hooks; $hooks = 0;'
+                        . ' eval { file_set_contents_many([ map { ($_ => "new\n") } @ARGV ]) };'
+                        . ' "$perl $hooks $@"',
+                        args => \@t, trace => ['renameat'],
+                        inject => ['renameat:error=EINTR:signal=SIGALRM:when=2']);
+    ok($r->{ok}, 'held die: the script runs') or diag $r->{err};
+    my ($perl, $batch, $err) = split / /, $r->{ret} // '', 3;
+    is($batch, $perl, "held die: \$SIG{__DIE__} runs as often as for a handler's die in plain perl ($perl)");
+    is($err, "timeout\n", '... the handler\'s die is what the caller gets');
+    is(join('', map { slurp($_) } @t), "new\n" x 3, '... after every rename');
+}
+
 # ---- a child forked by a handler, at each step of a batch with mkdir:
 # it unwinds its copy of the batch (dies in the handler) and must leave
 # the parent's new directories and temps alone; the parent goes on.
@@ -116,6 +135,73 @@ for my $c (
         is_deeply([ temps_in($base) ], [], "fds $when: no temp left");
         unlink grep { -e } @t;
     }
+}
+
+# ---- user code that changes the working directory during a batch of
+# relative names: what the batch reopens or removes by name afterwards is
+# taken from the working directory it had before that code first ran.
+# Over more directories than its cache holds (ulimit -n 20, 60
+# directories), those that left the cache are reopened, and their temps
+# removed, from there (from the new one they were not found: the batch
+# failed, 24 temps left).
+{
+    my $base = "$dir/chdir";
+    mkdir $base or die;
+    for (1 .. 60) { mkdir "$base/d$_" or die }
+    my $r = strace_call('chdir $ARGV[0] or die; local $SIG{ALRM} = sub { chdir "/" or die };'
+                        . ' file_set_contents_many([ map { ("d$_/f" => "new\n") } 1 .. 60 ])',
+                        args => [$base], trace => ['write'], ulimit_n => 20,
+                        inject => ['write:error=EINTR:signal=SIGALRM:when=30']);
+    is($r->{injected}, 1, 'chdir in a handler: the 30th write interrupted');
+    ok($r->{ok}, '... the batch succeeds') or diag $r->{err};
+    is(scalar(grep { (slurp("$base/d$_/f") // '') eq "new\n" } 1 .. 60), 60, '... every file written where it was named');
+    is_deeply([ temps_in($base) ], [], '... no temp left');
+}
+
+# The directories mkdir made are removed from there too, by a handler that
+# dies or by a failure whose $SIG{__DIE__} hook changes directory: from the
+# new one, the batch removed another directory's empty new/sub and new,
+# and left its own.
+{
+    my $base = "$dir/chdir-mkdir";
+    for my $c ([ 'a handler that dies', 'local $SIG{ALRM} = sub { chdir $ARGV[1] or die; die "handler\n" };',
+                 [ 'new/sub/f' => "x\n", 'new/sub/g' => "y\n" ], qr/^handler$/ ],
+               [ 'a $SIG{__DIE__} hook', 'local $SIG{__DIE__} = sub { chdir $ARGV[1] or die };',
+                 [ 'new/sub' => "x\n", 'new/sub/f' => "y\n" ], qr/Is a directory/ ]) {
+        my ($who, $setup, $pairs, $err) = @$c;
+        mkdir $base or die;
+        mkdir "$base/$_" or die for qw(a b b/new b/new/sub);
+        my $r = strace_call('chdir $ARGV[0] or die; ' . $setup
+                            . ' file_set_contents_many([ ' . join(', ', map { "'$_'" } @$pairs) . ' ], { mkdir => 1 })',
+                            args => [ "$base/a", "$base/b" ], trace => ['write'],
+                            inject => [ $setup =~ /ALRM/ ? 'write:error=EINTR:signal=SIGALRM:when=1' : () ]);
+        ok(!$r->{ok}, "chdir in $who, mkdir: the batch fails");
+        like($r->{err}, $err, '... with its error');
+        ok(-d "$base/b/new/sub", "... the other directory's new/sub left alone");
+        ok(!-e "$base/a/new", '... the directories it made removed');
+        system('rm', '-rf', $base);
+    }
+}
+
+# ---- mkdir: a directory found missing (made later) takes no place in the
+# cache. It did: with two missing directories the cache (two places) was
+# full of failed opens, each made directory pushed the other out, and one
+# moved while its temps were written (a handler renames its parent) could
+# not be found again: the batch failed, its two temps left behind. As with
+# directories that existed, it is written and renamed into where it is now.
+{
+    my $base = "$dir/mkdir-moved";
+    mkdir $base or die;
+    my @t = map { my $k = $_; map { "$base/d$k/s/f$_" } 1, 2 } 1, 2;
+    my $r = strace_call('local $SIG{ALRM} = sub { rename "$ARGV[0]/d1", "$ARGV[0]/d1.moved" or die "rename: $!" };'
+                        . ' file_set_contents_many([ map { ($_ => "new\n") } @ARGV[1 .. 4] ], { mkdir => 1 })',
+                        args => [ $base, @t ], trace => ['write'],
+                        inject => ['write:error=EINTR:signal=SIGALRM:when=1']);
+    is($r->{injected}, 1, 'mkdir, a new directory moved while written: injected');
+    ok($r->{ok}, '... the batch succeeds') or diag $r->{err};
+    is(join('', map { slurp($_) // 'missing' } map { s{/d1/}{/d1.moved/}r } @t), "new\n" x 4,
+       '... every file written, those of the moved directory where it is now');
+    is_deeply([ temps_in($base) ], [], '... no temp left');
 }
 
 done_testing();
