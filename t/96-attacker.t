@@ -263,36 +263,13 @@ sub planted_cases {
         # new contents); refused with EACCES as fs.protected_regular would
         # refuse root's open of it, whatever that sysctl says. A file of
         # the follower or of the directory's owner is preserved.
-        for my $api (@APIS) {
-            my $label = "ps=$ps sticky $api preserve: the attacker's file at the target";
-            my $c = new_case('sticky');
-            my $t = "$c->{dir}/report";
-            my $planted = as_attacker(sub { spew($t, "bait\n", 0666); chmod 0666, $t or die "$!\n"; 'planted' });
-            is($planted, 'ok planted', "$label: planted");
-            my ($ok, $err, $errno) = victim($api, $t, $SECRET, { preserve => 1, perm => 0600 });
-            ok(!$ok, "$label: refused");
-            is($errno, Errno::EACCES(), "$label: EACCES");
-            like($err, qr/^unable to preserve owner and mode of '\Q$t\E' - \Q${\ errno_text(Errno::EACCES())}\E\n/,
-                 "$label: the message says why");
-            is(fingerprint($c->{dir}), "report=f:bait\n:$NOBODY:0666", "$label: the attacker's file left as it was");
-            end_checks($label, $c);
-        }
+        planted_file_not_preserved('sticky', "ps=$ps sticky $_ preserve: the attacker's file at the target", $_, 0666)
+            for @APIS;
         # if_changed over the attacker's file holding exactly the bytes: not
         # "unchanged" (the attacker would keep writing the victim's file);
         # replaced by the victim's own, with the victim's mode
-        for my $api (grep { $_ ne 'writer' } @APIS) {    # the writer has no if_changed
-            my $label = "ps=$ps sticky $api if_changed: the attacker's identical file";
-            my $c = new_case('sticky');
-            my $t = "$c->{dir}/conf";
-            my $planted = as_attacker(sub { spew($t, $SECRET); chmod 0666, $t or die "$!\n"; 'planted' });
-            is($planted, 'ok planted', "$label: planted");
-            my ($ok, $err) = victim($api, $t, $SECRET, { if_changed => 1, perm => 0600 });
-            ok($ok, "$label: the call succeeds") or diag($err);
-            is((lstat $t)[4], 0, "$label: the file is the victim's now");
-            like(as_attacker(sub { open(my $fh, '>>', $t) ? 'wrote' : "refused\n" }), qr/^ok refused/,
-                 "$label: the attacker can no longer write it");
-            end_checks($label, $c, real => $t, content => $SECRET, mode => 0600);
-        }
+        planted_file_replaced('sticky', "ps=$ps sticky $_ if_changed: the attacker's identical file", $_)
+            for grep { $_ ne 'writer' } @APIS;    # the writer has no if_changed
         for my $owner (qw(follower dir-owner)) {
             my $label = "ps=$ps sticky file_set_contents preserve: a file of the $owner";
             my $c = new_case('sticky');
@@ -497,6 +474,41 @@ sub windowed_cases {
 
 # ---------------------------------- a sticky group-writable directory
 
+# A file the attacker planted at the target in a shared sticky directory
+# ($kind: new_case's 'sticky' or 'sticky-group'), mode $mode: preserve
+# refuses it with EACCES and leaves it as it was.
+sub planted_file_not_preserved {
+    my ($kind, $label, $api, $mode) = @_;
+    my $c = new_case($kind);
+    my $t = "$c->{dir}/report";
+    my $planted = as_attacker(sub { spew($t, "bait\n"); chmod $mode, $t or die "$!\n"; 'planted' });
+    is($planted, 'ok planted', "$label: planted");
+    my ($ok, $err, $errno) = victim($api, $t, $SECRET, { preserve => 1, perm => 0600 });
+    ok(!$ok, "$label: refused");
+    is($errno, Errno::EACCES(), "$label: EACCES");
+    like($err, qr/^unable to preserve owner and mode of '\Q$t\E' - \Q${\ errno_text(Errno::EACCES())}\E\n/,
+         "$label: the message says why");
+    is(fingerprint($c->{dir}), sprintf("report=f:bait\n:$NOBODY:%04o", $mode), "$label: the planted file left as it was");
+    end_checks($label, $c);
+}
+
+# The attacker's file holding exactly the victim's bytes, planted there:
+# if_changed does not take it as unchanged (the attacker would keep writing
+# the victim's file) but replaces it with the victim's own, mode 0600.
+sub planted_file_replaced {
+    my ($kind, $label, $api) = @_;
+    my $c = new_case($kind);
+    my $t = "$c->{dir}/conf";
+    my $planted = as_attacker(sub { spew($t, $SECRET); chmod 0666, $t or die "$!\n"; 'planted' });
+    is($planted, 'ok planted', "$label: planted");
+    my ($ok, $err) = victim($api, $t, $SECRET, { if_changed => 1, perm => 0600 });
+    ok($ok, "$label: the call succeeds") or diag($err);
+    is((lstat $t)[4], 0, "$label: the file is the victim's now");
+    like(as_attacker(sub { open(my $fh, '>>', $t) ? 'wrote' : "refused\n" }), qr/^ok refused/,
+         "$label: the attacker can no longer write it");
+    end_checks($label, $c, real => $t, content => $SECRET, mode => 0600);
+}
+
 # 01770, root's, of the attacker's group (a directory a team shares): every
 # member may plant a file there, as anyone in /tmp. preserve and if_changed
 # treat it as a sticky world-writable one (fs.protected_regular=2's rule,
@@ -504,31 +516,10 @@ sub windowed_cases {
 # handed the planter the new contents: their own file, mode 04777) nor left
 # as unchanged; a file of the directory's owner is.
 sub group_sticky_cases {
-    for my $api (@APIS) {
-        my $label = "sticky-group $api preserve: a group member's file at the target";
-        my $c = new_case('sticky-group');
-        my $t = "$c->{dir}/report";
-        my $planted = as_attacker(sub { spew($t, "bait\n"); chmod 04777, $t or die "$!\n"; 'planted' });
-        is($planted, 'ok planted', "$label: planted");
-        my ($ok, $err, $errno) = victim($api, $t, $SECRET, { preserve => 1, perm => 0600 });
-        ok(!$ok, "$label: refused");
-        is($errno, Errno::EACCES(), "$label: EACCES");
-        like($err, qr/^unable to preserve owner and mode of '\Q$t\E' - \Q${\ errno_text(Errno::EACCES())}\E\n/,
-             "$label: the message says why");
-        is(fingerprint($c->{dir}), "report=f:bait\n:$NOBODY:4777", "$label: the member's file left as it was");
-        end_checks($label, $c);
-    }
-    for my $api (grep { $_ ne 'writer' } @APIS) {    # the writer has no if_changed
-        my $label = "sticky-group $api if_changed: a group member's identical file";
-        my $c = new_case('sticky-group');
-        my $t = "$c->{dir}/conf";
-        my $planted = as_attacker(sub { spew($t, $SECRET); chmod 0666, $t or die "$!\n"; 'planted' });
-        is($planted, 'ok planted', "$label: planted");
-        my ($ok, $err) = victim($api, $t, $SECRET, { if_changed => 1, perm => 0600 });
-        ok($ok, "$label: the call succeeds") or diag($err);
-        is((lstat $t)[4], 0, "$label: the file is the victim's now");
-        end_checks($label, $c, real => $t, content => $SECRET, mode => 0600);
-    }
+    planted_file_not_preserved('sticky-group', "sticky-group $_ preserve: a group member's file at the target", $_, 04777)
+        for @APIS;
+    planted_file_replaced('sticky-group', "sticky-group $_ if_changed: a group member's identical file", $_)
+        for grep { $_ ne 'writer' } @APIS;    # the writer has no if_changed
     # follow_symlinks: a member's link is not followed (the kernel's
     # fs.protected_symlinks stops at world-writable directories; followed,
     # the link made root replace any file it named)
