@@ -32,10 +32,17 @@ static char *S_copy_block(pTHX_ size_t size, size_t limit, size_t *cap)
     return buf;
 }
 
-/* The copy's write error (the temp), or its read error (the source). */
+/* Every failure of the copy once the temp exists: the write's error (the
+ * temp), the source's read error, or (err 0 on the read side) a source
+ * that grew past max. croak runs $SIG{__DIE__} before the unwinding's
+ * cleanup: the temp goes first, as croak_step removes it, so that hook
+ * never sees one. */
 static void S_croak_copy(pTHX_ struct ff_atomic *a, int err, enum ff_copy_side side, SV *src,
                          SV *dst)
 {
+    ff_atomic_remove_temp(a);
+    if (side == FF_COPY_READ && !err)
+        croak_too_long(src);
     if (side == FF_COPY_READ)
         croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(src));
     a->step = FF_STEP_WRITE;
@@ -48,7 +55,7 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
     SV *src_path, *dst_path, *ors_sv = NULL;
     const char *ors = "";
     STRLEN ors_len = 0;
-    bool force_utf8;
+    bool force_utf8, read_first;
     struct ff_options opt;
     struct ff_atomic atomic, *a = &atomic;   /* this frame outlives its LEAVE */
     /* reading first: a child forked by a handler may not read on */
@@ -101,8 +108,9 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
     err = ff_size_hint(in, &size, &intr);
     if (err)
         croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(src_path));
-    if (size > max)     /* the reference would read it all to find that */
-        croak_too_long(src_path);
+    /* fstat's size is only a hint (sysfs says 4096 whatever a file holds):
+     * one that passes max is read first, and the bytes decide */
+    read_first = !size || size > max;
 
     dst_path = path_arg(dst ? dst : &PL_sv_undef, op);
     Zero(&opt, 1, struct ff_options);
@@ -136,12 +144,15 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
     } else {
         /* a source of unknown size (procfs, a pipe, an empty file) is read
          * once before the temp is made: a directory fails as the
-         * reference's read fails, nothing created */
-        if (!size) {
+         * reference's read fails, nothing created. One that says it is
+         * longer than max is read up to max + 1 bytes (at most a block):
+         * too long before anything is made, unless it holds less. */
+        if (read_first) {
             size_t got;
 
             buf = S_copy_block(aTHX_ size, limit, &cap);
-            err = ff_read_some(in, buf, cap, &got, &intr);
+            err = size ? ff_read_full(in, buf, cap, &got, &intr)
+                       : ff_read_some(in, buf, cap, &got, &intr);
             if (err)
                 croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(src_path));
             if (got > max)
@@ -157,7 +168,7 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
         a->step = FF_STEP_WRITE;
         /* the kernel moves the bytes where it can (never when the first
          * block is in buf already), read and write do the rest */
-        if (pending || !size || !ff_copy_range(in, a->fd, limit, &total, &intr)) {
+        if (read_first || !ff_copy_range(in, a->fd, limit, &total, &intr)) {
             enum ff_copy_side side = FF_COPY_READ;
 
             if (!buf)
@@ -167,11 +178,11 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
                 S_croak_copy(aTHX_ a, err, side, src_path, dst_path);
         }
         if (total > max)    /* it grew while it was copied */
-            croak_too_long(src_path);
+            S_croak_copy(aTHX_ a, 0, FF_COPY_READ, src_path, dst_path);
         if (ors_len) {      /* $\, as the reference's print appends it */
             err = ff_write_all(a->fd, ors, ors_len, &intr);
             if (err)
-                croak_step(a, err, dst_path);
+                S_croak_copy(aTHX_ a, err, FF_COPY_WRITE, src_path, dst_path);
         }
     }
     err = ff_atomic_commit(a);
