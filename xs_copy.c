@@ -55,7 +55,7 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
     SV *src_path, *dst_path, *ors_sv = NULL;
     const char *ors = "";
     STRLEN ors_len = 0;
-    bool force_utf8, read_first;
+    bool force_utf8;
     struct ff_options opt;
     struct ff_atomic atomic, *a = &atomic;   /* this frame outlives its LEAVE */
     /* reading first: a child forked by a handler may not read on */
@@ -109,8 +109,14 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
     if (err)
         croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(src_path));
     /* fstat's size is only a hint (sysfs says 4096 whatever a file holds):
-     * one that passes max is read first, and the bytes decide */
-    read_first = !size || size > max;
+     * one past max is too long when it holds a byte there (as the
+     * reference would find reading it all), else it is read as a file of
+     * unknown size, and the bytes decide */
+    if (size > max) {
+        if (ff_byte_at(in, max, &intr))
+            croak_too_long(src_path);
+        size = 0;
+    }
 
     dst_path = path_arg(dst ? dst : &PL_sv_undef, op);
     Zero(&opt, 1, struct ff_options);
@@ -144,15 +150,12 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
     } else {
         /* a source of unknown size (procfs, a pipe, an empty file) is read
          * once before the temp is made: a directory fails as the
-         * reference's read fails, nothing created. One that says it is
-         * longer than max is read up to max + 1 bytes (at most a block):
-         * too long before anything is made, unless it holds less. */
-        if (read_first) {
+         * reference's read fails, nothing created */
+        if (!size) {
             size_t got;
 
             buf = S_copy_block(aTHX_ size, limit, &cap);
-            err = size ? ff_read_full(in, buf, cap, &got, &intr)
-                       : ff_read_some(in, buf, cap, &got, &intr);
+            err = ff_read_some(in, buf, cap, &got, &intr);
             if (err)
                 croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(src_path));
             if (got > max)
@@ -168,7 +171,7 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
         a->step = FF_STEP_WRITE;
         /* the kernel moves the bytes where it can (never when the first
          * block is in buf already), read and write do the rest */
-        if (read_first || !ff_copy_range(in, a->fd, limit, &total, &intr)) {
+        if (pending || !size || !ff_copy_range(in, a->fd, limit, &total, &intr)) {
             enum ff_copy_side side = FF_COPY_READ;
 
             if (!buf)

@@ -277,6 +277,16 @@ SKIP: {
         is((stat "$d/dst")[2] & 07777, 0644, '4 MiB: mode 0644');
     }
 
+    # longer than max by fstat, and a byte past max is there: too long
+    # before anything is read or made (one pread of that byte)
+    {
+        my $r = $traced->('4 MiB, max one less', code => 'file_copy($ARGV[0], $ARGV[1], (4 << 20) - 1)');
+        is($r->{err}, "file '$d/src4m' too long - aborting\n", 'max one less: too long');
+        my @names = grep { $_ ne 'getpid' } map { $_->{name} } io_calls($r);
+        is("@names", 'openat newfstatat pread64 close', 'max one less: open, fstat, one pread, close');
+        is(slurp("$d/dst"), 'old', 'max one less: target untouched');
+    }
+
     SKIP: {
         skip 'this build has no copy_file_range', 1 unless $info->{copy_file_range};
         # the kernel refuses: read and write of large blocks take over
