@@ -71,3 +71,13 @@ int ff_copy_rw(int in, int out, char *buf, size_t cap, size_t pending, size_t li
         pending = got;
     }
 }
+
+int ff_byte_at(int fd, size_t off, const struct ff_eintr *intr)
+{
+    char byte;
+    ssize_t n;
+    int err;
+
+    FF_SYSCALL(err, intr, n = pread(fd, &byte, 1, (off_t)off));
+    return !err && n == 1;
+}

@@ -32,10 +32,17 @@ static char *S_copy_block(pTHX_ size_t size, size_t limit, size_t *cap)
     return buf;
 }
 
-/* The copy's write error (the temp), or its read error (the source). */
+/* Every failure of the copy once the temp exists: the write's error (the
+ * temp), the source's read error, or (err 0 on the read side) a source
+ * that grew past max. croak runs $SIG{__DIE__} before the unwinding's
+ * cleanup: the temp goes first, as croak_step removes it, so that hook
+ * never sees one. */
 static void S_croak_copy(pTHX_ struct ff_atomic *a, int err, enum ff_copy_side side, SV *src,
                          SV *dst)
 {
+    ff_atomic_remove_temp(a);
+    if (side == FF_COPY_READ && !err)
+        croak_too_long(src);
     if (side == FF_COPY_READ)
         croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(src));
     a->step = FF_STEP_WRITE;
@@ -101,8 +108,15 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
     err = ff_size_hint(in, &size, &intr);
     if (err)
         croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(src_path));
-    if (size > max)     /* the reference would read it all to find that */
-        croak_too_long(src_path);
+    /* fstat's size is only a hint (sysfs says 4096 whatever a file holds):
+     * one past max is too long when it holds a byte there (as the
+     * reference would find reading it all), else it is read as a file of
+     * unknown size, and the bytes decide */
+    if (size > max) {
+        if (ff_byte_at(in, max, &intr))
+            croak_too_long(src_path);
+        size = 0;
+    }
 
     dst_path = path_arg(dst ? dst : &PL_sv_undef, op);
     Zero(&opt, 1, struct ff_options);
@@ -167,11 +181,11 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
                 S_croak_copy(aTHX_ a, err, side, src_path, dst_path);
         }
         if (total > max)    /* it grew while it was copied */
-            croak_too_long(src_path);
+            S_croak_copy(aTHX_ a, 0, FF_COPY_READ, src_path, dst_path);
         if (ors_len) {      /* $\, as the reference's print appends it */
             err = ff_write_all(a->fd, ors, ors_len, &intr);
             if (err)
-                croak_step(a, err, dst_path);
+                S_croak_copy(aTHX_ a, err, FF_COPY_WRITE, src_path, dst_path);
         }
     }
     err = ff_atomic_commit(a);

@@ -1167,7 +1167,9 @@ reference reads all of it first): a source whose read fails midway
 (C<EIO>) fails the same way, but after the temp was made (and removed
 again), so with C<< mkdir => 1 >> the target's missing directories exist
 afterwards. Sources of unknown size (pipes, C</proc>) and those C<fstat>
-says are longer than C<$max> fail before anything is made. A failing source
+says are longer than C<$max> fail before anything is made (the latter when
+a byte past C<$max> is there: a sysfs file, which says 4096 bytes, is
+copied when what it holds fits). A failing source
 (other than a growing one) is reported before a bad target only when it
 fails before its first block is read.
 

@@ -108,6 +108,17 @@ compare('/proc file past max', sub { spew('dst', 'old') }, [ '/proc/self/maps', 
         err => qr/too long/);
 for my $sys (grep { -r } '/sys/kernel/mm/transparent_hugepage/enabled', '/sys/power/state') {
     compare("sysfs file $sys (says 4096)", sub { spew('dst', 'old') }, [ $sys, 'dst' ]);
+    # fstat's 4096 is more than max, the bytes are not: they decide
+    compare("sysfs file $sys, max 200 (says 4096)", sub { spew('dst', 'old') }, [ $sys, 'dst', 200 ]);
+    {
+        my $d = "$top/sys-if-changed";
+        mkdir $d or die;
+        ok(eval { file_copy($sys, "$d/dst", 200, { if_changed => 1 }); 1 },
+           "sysfs file $sys, max 200, if_changed: copied") or diag($@);
+        is(slurp("$d/dst"), slurp($sys), '... its bytes');
+    }
+    compare("sysfs file $sys, max 2 (too long)", sub { spew('dst', 'old') }, [ $sys, 'dst', 2 ],
+            err => qr/too long/);
     last;
 }
 {
@@ -211,6 +222,21 @@ for my $sys (grep { -r } '/sys/kernel/mm/transparent_hugepage/enabled', '/sys/po
     ok(!(B::svref_2object(\$perm)->FLAGS & B::SVf_POK()), '$perm stays a number');
 }
 
+# A failure once the temp exists (a source that is longer than max, but
+# whose size fstat cannot tell; a read error midway) removes the temp
+# before it dies: $SIG{__DIE__} never sees one
+{
+    my $d = "$top/die-hook";
+    mkdir $d or die;
+    spew("$d/dst", 'old');
+    my @seen;
+    local $SIG{__DIE__} = sub { push @seen, join ',', temps_in($d) };
+    ok(!eval { file_copy('/dev/zero', "$d/dst", 100000); 1 }, 'endless source: croaks');
+    is($@, "file '/dev/zero' too long - aborting\n", '... too long, after the temp was made');
+    is_deeply(\@seen, [''], '... $SIG{__DIE__} saw no temp');
+    is(slurp("$d/dst"), 'old', '... target untouched');
+}
+
 # -------------------------------------------------------------- strace
 
 SKIP: {
@@ -249,6 +275,16 @@ SKIP: {
         }
         ok(slurp("$d/dst") eq $want, '4 MiB: the bytes');
         is((stat "$d/dst")[2] & 07777, 0644, '4 MiB: mode 0644');
+    }
+
+    # longer than max by fstat, and a byte past max is there: too long
+    # before anything is read or made (one pread of that byte)
+    {
+        my $r = $traced->('4 MiB, max one less', code => 'file_copy($ARGV[0], $ARGV[1], (4 << 20) - 1)');
+        is($r->{err}, "file '$d/src4m' too long - aborting\n", 'max one less: too long');
+        my @names = grep { $_ ne 'getpid' } map { $_->{name} } io_calls($r);
+        is("@names", 'openat newfstatat pread64 close', 'max one less: open, fstat, one pread, close');
+        is(slurp("$d/dst"), 'old', 'max one less: target untouched');
     }
 
     SKIP: {
