@@ -87,6 +87,7 @@ struct ff_atomic {
     struct ff_options opt;
     const struct ff_eintr *intr;
     char *target;      /* the path replaced: the name given, or where its symlinks lead */
+    size_t target_len; /* strlen(target) */
     char *temp;        /* target + ".tmp.<pid>" [+ ".<random>"] */
     /* The single call's paths without the heap (ff_atomic_init_lent):
      * target is the caller's string until symlinks replace it, temp in the
@@ -138,8 +139,9 @@ int ff_atomic_init(struct ff_atomic *a, const char *path, const struct ff_option
  * ff_atomic_discard); the temp name is made in temp_buf (FF_TEMP_BUF
  * bytes, living as long) when it fits. No heap for the usual call.
  * Cannot fail. */
-void ff_atomic_init_lent(struct ff_atomic *a, const char *path, const struct ff_options *opt,
-                         const struct ff_eintr *intr, char *temp_buf);
+void ff_atomic_init_lent(struct ff_atomic *a, const char *path, size_t path_len,
+                         const struct ff_options *opt, const struct ff_eintr *intr,
+                         char *temp_buf);
 
 /* Follow symlinks (follow_symlinks) and lstat the old target (preserve,
  * if_changed). */
