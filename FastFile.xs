@@ -218,6 +218,7 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
     guard.pid = pid;
     guard.forked = FALSE;
     guard.reading = FALSE;
+    guard.perl = FF_GUARD_PERL;
     intr.fn = ffxs_on_eintr;
     intr.ctx = &guard;
     wrote = start_write(a, &path, &opt, &intr, pid, op, buf, len, ors, ors_len, temp_buf,
@@ -262,7 +263,7 @@ static SV *S_file_get_contents(pTHX_ SV *filename, SV *max_arg)
     SV *path, *content;
     size_t max = FF_DEFAULT_MAX, size, cap, total = 0, got;
     /* a child forked by a handler may not read on from the shared offset */
-    struct ff_guard guard = { NULL, 0, FALSE, TRUE };
+    struct ff_guard guard = { NULL, 0, FALSE, TRUE, FF_GUARD_PERL };
     struct ff_eintr intr = { ffxs_on_eintr, &guard };
     int fd = -1, err;
 
@@ -470,7 +471,7 @@ static SV *S_file_read_firstline(pTHX_ SV *filename)
     const char *op = "file_read_firstline";
     SV *path, *line;
     /* a child forked by a handler may not read on from the shared offset */
-    struct ff_guard guard = { NULL, 0, FALSE, TRUE };
+    struct ff_guard guard = { NULL, 0, FALSE, TRUE, FF_GUARD_PERL };
     struct ff_eintr intr = { ffxs_on_eintr, &guard };
     int fd = -1, err;
 

@@ -235,8 +235,10 @@ static void S_handlers_done(pTHX_ void *ctx)
 
 int ffxs_on_eintr(void *ctx)
 {
-    dTHX;
     struct ff_guard *g = (struct ff_guard *)ctx;
+#ifdef MULTIPLICITY
+    dTHXa(g && g->perl ? (PerlInterpreter *)g->perl : PERL_GET_THX);
+#endif
 
     if (!PL_sig_pending)
         return 0;

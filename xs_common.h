@@ -213,7 +213,16 @@ struct ff_guard {
                                * handlers first run (a reader need not ask) */
     bool forked;              /* this is such a child */
     bool reading;             /* a reader: "read" in the child's message */
+    /* The interpreter (aTHX) of a guard that lives in one call's frame:
+     * spares the callback its thread-local look-up. NULL: looked up (a
+     * writer's guard goes with the writer into a new thread's clone). */
+    void *perl;
 };
+#ifdef MULTIPLICITY
+#define FF_GUARD_PERL ((void *)aTHX)
+#else
+#define FF_GUARD_PERL NULL
+#endif
 
 /* The ff_on_eintr callback (ff_io.h) of every call: EINTR, a short write,
  * or the moment before the rename run perl's pending signal handlers (an
