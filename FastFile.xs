@@ -114,7 +114,8 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
     /* As the reference's my (...) = @_: each argument's get-magic once, in
      * order, into a snapshot, before any user code (overloading) can run;
      * then $\. From here nothing of the caller's is used. */
-    {
+    if ((SvFLAGS(filename) | (data ? SvFLAGS(data) : 0) | (perm ? SvFLAGS(perm) : 0)
+         | (force ? SvFLAGS(force) : 0)) & SVs_GMG) {      /* (hold_args' own test, unrolled) */
         SV *const args[] = { filename, data, perm, force };
         hold_args(args);
     }
