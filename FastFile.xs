@@ -220,6 +220,7 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
     guard.forked = FALSE;
     guard.reading = FALSE;
     guard.perl = FF_GUARD_PERL;
+    guard.unwind_fd = NULL;
     intr.fn = ffxs_on_eintr;
     intr.ctx = &guard;
     wrote = start_write(a, &path, &opt, &intr, pid, op, buf, len, ors, ors_len, temp_buf,
@@ -261,26 +262,41 @@ static void S_close_read_fd(pTHX_ void *fdp)
 static SV *S_file_get_contents(pTHX_ SV *filename, SV *max_arg)
 {
     const char *op = "file_get_contents";
-    SV *path, *content;
+    SV *content;
     size_t max = FF_DEFAULT_MAX, size, cap, total = 0, got;
     /* a child forked by a handler may not read on from the shared offset */
-    struct ff_guard guard = { NULL, 0, FALSE, TRUE, FF_GUARD_PERL };
+    struct ff_guard guard = { NULL, 0, FALSE, TRUE, FF_GUARD_PERL, NULL };
     struct ff_eintr intr = { ffxs_on_eintr, &guard };
+    struct ffxs_path path;
+    char name_buf[FF_NAME_BUF];         /* a plain name's snapshot */
     int fd = -1, err;
+    /* this function's own scope, without ENTER (see file_set_contents).
+     * fd is closed here before each croak and the return; only where a
+     * signal handler could die (ffxs_on_eintr) does its close go on the
+     * savestack (guard.unwind_fd). */
+    const I32 saved_ix = PL_savestack_ix;
+#define CLOSE_FD() STMT_START { if (fd >= 0) { ff_close_read(fd); fd = -1; } } STMT_END
 
-    ENTER;   /* closes fd when this function returns or croaks */
     /* snapshots, before user code (overloading) runs, as in file_set_contents */
-    {
+    if ((SvFLAGS(filename) | (max_arg ? SvFLAGS(max_arg) : 0)) & SVs_GMG) {
         SV *const args[] = { filename, max_arg };
         hold_args(args);
     }
     SvGETMAGIC(filename);
-    filename = name_snapshot(filename);
+    if (name_copy(filename, name_buf, &path))
+        filename = NULL;
+    else
+        filename = name_snapshot(filename);
     if (max_arg) {
         SvGETMAGIC(max_arg);
         max_arg = snapshot(max_arg);
     }
-    path = path_arg(filename, NULL);
+    if (filename) {
+        SV *name = path_arg(filename, NULL);
+        struct ffxs_path of_sv = FFXS_PATH_OF(name);
+
+        path = of_sv;
+    }
     if (max_arg && SvTRUE_nomg(max_arg)) {      /* a false max means the default */
         /* compared as a number, like the reference's "$total > $max": a
          * huge max or one that is no number (NaN) means no limit (capped
@@ -290,41 +306,57 @@ static SV *S_file_get_contents(pTHX_ SV *filename, SV *max_arg)
               : !(nv > 0) ? 0 : (size_t)nv;
     }
 
-    SAVEDESTRUCTOR_X(S_close_read_fd, &fd);
-    err = safe_path(path, op)
-              ? ff_open_read(SvPVX(path), &fd, &intr) : ENOENT;   /* as open: whatever a
-                                                                    * warning handler did */
+    guard.unwind_fd = &fd;
+    err = !memchr(path.pv, '\0', path.len) || safe_path(path_sv(&path), op)
+              ? ff_open_read(path.pv, &fd, &intr) : ENOENT;   /* as open: whatever a
+                                                               * warning handler did */
     if (err)
-        croak_errno(err, "can't open '%" SVf "' - ", SVfARG(path));
+        croak_errno(err, "can't open '%" SVf "' - ", SVfARG(path_sv(&path)));   /* (no fd) */
     /* fstat's size is only a hint: "too long" is decided on the bytes read
      * (sysfs files say 4096 whatever they hold) */
     err = ff_size_hint(fd, &size, &intr);
-    if (err)
-        croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(path));
+    if (err) {
+        CLOSE_FD();
+        croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(path_sv(&path)));
+    }
 
     /* one read of the whole file plus a byte that would show it grew */
     cap = size ? size + 1 : FF_GROW_START;
     if (cap > max + 1)
         cap = max + 1;
-    content = sv_2mortal(newSV(cap));
+    /* (newSV(cap) without its upgrade and sv_grow: the same buffer) */
+    content = sv_2mortal(newSV_type(SVt_PV));
+    {
+        char *pv;
+
+        Newx(pv, cap + 1, char);
+        SvPV_set(content, pv);
+        SvLEN_set(content, cap + 1);
+    }
     for (;;) {
         err = ff_read_full(fd, SvPVX(content) + total, cap - total, &got, &intr);
-        if (err)
-            croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(path));
+        if (err) {
+            CLOSE_FD();
+            croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(path_sv(&path)));
+        }
         total += got;
-        if (total > max)
-            croak("file '%" SVf "' too long - aborting\n", SVfARG(path));
+        if (total > max) {
+            CLOSE_FD();
+            croak("file '%" SVf "' too long - aborting\n", SVfARG(path_sv(&path)));
+        }
         if (total < cap)
             break;                              /* end of file */
         cap = cap > max / 2 ? max + 1 : cap * 2;
         SvGROW(content, cap + 1);
     }
+    CLOSE_FD();
+#undef CLOSE_FD
     SvCUR_set(content, total);
     *SvEND(content) = '\0';
     SvPOK_only(content);
     if (TAINTING_get)
         SvTAINTED_on(content);
-    LEAVE;
+    LEAVE_SCOPE(saved_ix);
     SETERRNO(0, 0);             /* as the reference's last sysread leaves it */
     return content;
 }
@@ -472,7 +504,7 @@ static SV *S_file_read_firstline(pTHX_ SV *filename)
     const char *op = "file_read_firstline";
     SV *path, *line;
     /* a child forked by a handler may not read on from the shared offset */
-    struct ff_guard guard = { NULL, 0, FALSE, TRUE, FF_GUARD_PERL };
+    struct ff_guard guard = { NULL, 0, FALSE, TRUE, FF_GUARD_PERL, NULL };
     struct ff_eintr intr = { ffxs_on_eintr, &guard };
     int fd = -1, err;
 

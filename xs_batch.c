@@ -137,7 +137,7 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
     const char *op = "file_set_contents_many";
     struct ff_options opt;
     struct ff_batch batch, *b = &batch;   /* this frame outlives its LEAVE */
-    struct batch_guard bg = { { NULL, 0, FALSE, FALSE, FF_GUARD_PERL }, { NULL, NULL, NULL }, &batch };
+    struct batch_guard bg = { { NULL, 0, FALSE, FALSE, FF_GUARD_PERL, NULL }, { NULL, NULL, NULL }, &batch };
     struct ff_eintr intr = { S_batch_on_eintr, &bg };
     struct ff_eintr renaming = { S_batch_on_eintr_renaming, &bg };
     bool force_utf8 = FALSE;

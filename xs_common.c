@@ -233,6 +233,18 @@ static void S_handlers_done(pTHX_ void *ctx)
     }
 }
 
+/* Savestack destructor: a reader's fd closed (unless closed already). */
+static void S_close_unwound_fd(pTHX_ void *fdp)
+{
+    int *fd = (int *)fdp;
+
+    PERL_UNUSED_CONTEXT;
+    if (*fd >= 0) {
+        ff_close_read(*fd);
+        *fd = -1;
+    }
+}
+
 int ffxs_on_eintr(void *ctx)
 {
     struct ff_guard *g = (struct ff_guard *)ctx;
@@ -242,6 +254,12 @@ int ffxs_on_eintr(void *ctx)
 
     if (!PL_sig_pending)
         return 0;
+    if (g && g->unwind_fd) {
+        /* in the reader's scope, before this one's: closes it however
+         * the reader ends from here on */
+        SAVEDESTRUCTOR_X(S_close_unwound_fd, g->unwind_fd);
+        g->unwind_fd = NULL;
+    }
     ENTER;
     if (g) {
         if (!g->pid)

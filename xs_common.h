@@ -217,6 +217,11 @@ struct ff_guard {
      * spares the callback its thread-local look-up. NULL: looked up (a
      * writer's guard goes with the writer into a new thread's clone). */
     void *perl;
+    /* A reader's fd (file_get_contents) that no savestack entry closes yet:
+     * the first time the handlers run, its close is registered in the
+     * caller's scope (a handler may die), so that a call no signal reaches
+     * spends nothing on it. NULL: none. */
+    int *unwind_fd;
 };
 #ifdef MULTIPLICITY
 #define FF_GUARD_PERL ((void *)aTHX)
