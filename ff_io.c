@@ -1104,17 +1104,28 @@ int ff_read_some(int fd, char *buf, size_t len, size_t *got, const struct ff_ein
 
 int ff_read_full(int fd, char *buf, size_t len, size_t *got, const struct ff_eintr *intr)
 {
-    *got = 0;
-    while (*got < len) {
-        size_t n;
-        int err = ff_read_some(fd, buf + *got, len - *got, &n, intr);
-        if (err)
-            return err;
-        if (n == 0)
+    size_t total = 0;
+    unsigned spins = 0;     /* FF_SYSCALL's count, for each read */
+    int err = 0;
+
+    /* ff_read_some's loop, inline: a reader's two reads are most of its
+     * user-space work */
+    while (total < len) {
+        ssize_t n = read(fd, buf + total, len - total);
+
+        if (n > 0) {
+            total += (size_t)n;
+            spins = 0;
+        } else if (n == 0) {
             break;
-        *got += n;
+        } else if ((err = errno) != EINTR || !ff_retry_eintr(intr, &spins)) {
+            break;
+        } else {
+            err = 0;
+        }
     }
-    return 0;
+    *got = total;
+    return err;
 }
 
 void ff_close_read(int fd)
