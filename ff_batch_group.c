@@ -20,10 +20,11 @@
 /* The temp's name: "<target>" + suffix (".tmp.<pid>", made once per
  * batch), room left for a random suffix; where the leaf starts, and the
  * length of the directory part as ff_dir_of cuts it (0: "."). */
-int ff_batch_name_temp(struct ff_batch_file *f, const char *suffix, size_t suffix_len)
+int ff_batch_name_temp(struct ff_batch_file *f, const char *suffix, size_t suffix_len,
+                       char **block, const char *block_end)
 {
     const char *t = f->a.target, *slash = strrchr(t, '/');
-    size_t len = strlen(t);
+    size_t len = f->a.target_len, need = len + suffix_len + FF_TEMP_SUFFIX_MAX;
 
     f->leaf = slash ? (size_t)(slash + 1 - t) : 0;
     if (slash) {
@@ -31,8 +32,13 @@ int ff_batch_name_temp(struct ff_batch_file *f, const char *suffix, size_t suffi
             slash--;
         f->dir_len = slash == t ? 1 : (size_t)(slash - t);     /* "/x": "/" */
     }
-    if (!(f->a.temp = malloc(len + suffix_len + FF_TEMP_SUFFIX_MAX)))
+    if (*block && (size_t)(block_end - *block) >= need) {
+        /* a slot of the batch's block: discard leaves it (temp_buf) */
+        f->a.temp = f->a.temp_buf = *block;
+        *block += need;
+    } else if (!(f->a.temp = malloc(need))) {
         return ENOMEM;
+    }
     memcpy(f->a.temp, t, len);
     memcpy(f->a.temp + len, suffix, suffix_len + 1);
     return 0;
