@@ -120,14 +120,19 @@ int ff_batch_group_by_dir(struct ff_batch *b)
 
 /* FNV-1a of a leaf, from the batch's random seed (and a directory index:
  * NONE for the leaf alone) */
-static uint64_t leaf_hash(const struct ff_batch *b, size_t dir, const char *leaf)
+static uint64_t leaf_hash_n(const struct ff_batch *b, size_t dir, const char *leaf, size_t n)
 {
-    const unsigned char *p = (const unsigned char *)leaf;
+    const unsigned char *p = (const unsigned char *)leaf, *end = p + n;
     uint64_t h = (1469598103934665603ULL ^ b->seed) ^ (uint64_t)dir * 0x9e3779b97f4a7c15ULL;
 
-    while (*p)
+    while (p < end)
         h = (h ^ *p++) * 1099511628211ULL;
     return h;
+}
+
+static uint64_t leaf_hash(const struct ff_batch *b, size_t dir, const char *leaf)
+{
+    return leaf_hash_n(b, dir, leaf, strlen(leaf));
 }
 
 /* The name hashes' seed, without a syscall (getrandom would be one more
@@ -282,11 +287,27 @@ int ff_batch_find_duplicate(struct ff_batch *b)
         }
         slots[s] = i + 1;
     }
+    /* A temp's leaf is its target's and the suffix ".tmp.<pid>" (the
+     * same for all: no random name yet): only a target whose leaf ends
+     * with it can be another's temp, that of the file of its leaf less
+     * the suffix in its directory. So each such target is looked up, not
+     * every temp's leaf hashed. */
     for (i = 0; i < b->n; i++) {
-        struct ff_batch_file *f = &b->files[i];
+        const struct ff_batch_file *g = &b->files[i];
+        const char *suffix = g->a.temp + g->a.target_len, *leaf = LEAF(g);
+        size_t suffix_len = strlen(suffix), len = g->a.target_len - g->leaf, s;
 
-        if (find_leaf(b, slots, mask, f->dir, TEMP_LEAF(f)) != FF_NONE)
-            f->temp_is_target = 1;
+        if (len <= suffix_len || memcmp(leaf + len - suffix_len, suffix, suffix_len) != 0)
+            continue;
+        len -= suffix_len;
+        for (s = (size_t)leaf_hash_n(b, g->dir, leaf, len) & mask; slots[s]; s = (s + 1) & mask) {
+            struct ff_batch_file *f = &b->files[slots[s] - 1];
+
+            if (f->dir == g->dir && strncmp(LEAF(f), leaf, len) == 0 && LEAF(f)[len] == '\0') {
+                f->temp_is_target = 1;
+                break;
+            }
+        }
     }
     free(slots);
     return 0;
