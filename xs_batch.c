@@ -194,10 +194,14 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
     SAVEFREEPV(paths);
     datas = paths + npairs;
     elems = paths + 2 * npairs;
-    for (i = 0; i < 2 * npairs; i++) {
-        SV **elem = av_fetch(av, i, 0);
+    if (SvMAGICAL(av)) {
+        for (i = 0; i < 2 * npairs; i++) {
+            SV **elem = av_fetch(av, i, 0);
 
-        elems[i] = elem ? *elem : NULL;
+            elems[i] = elem ? *elem : NULL;
+        }
+    } else {            /* what av_fetch returns for a plain array, directly */
+        Copy(AvARRAY(av), elems, 2 * npairs, SV *);
     }
     hold_arg_array(elems, (size_t)(2 * npairs));
     for (i = 0; i < 2 * npairs; i++) {
@@ -220,7 +224,8 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
 
         paths[i] = path_arg(paths[i], op);
         buf = payload(datas[i], force_utf8, &len, op);
-        croak_unless_safe(paths[i], op, pid);
+        if (memchr(SvPVX(paths[i]), '\0', SvCUR(paths[i])))
+            croak_unless_safe(paths[i], op, pid);
         err = ff_batch_add(b, SvPVX(paths[i]), buf, len);
         if (err)
             croak_errno(err, "unable to replace '%" SVf "' - ", SVfARG(paths[i]));
