@@ -212,7 +212,8 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
 
             elems[i] = elem ? *elem : NULL;
         }
-    } else {            /* what av_fetch returns for a plain array, directly */
+    } else if (npairs) {    /* what av_fetch returns for a plain array, directly
+                             * (an empty one may have no AvARRAY) */
         Copy(AvARRAY(av), elems, 2 * npairs, SV *);
     }
     hold_arg_array(elems, (size_t)(2 * npairs));
