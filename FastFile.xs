@@ -29,13 +29,11 @@ struct ff_share {
     STRLEN size;     /* its allocation: the count is its last byte */
 };
 
-/* Savestack destructor: the share given back. */
-static void S_unshare(pTHX_ void *p)
+/* The share given back. */
+static void S_unshare(struct ff_share *share)
 {
-    struct ff_share *share = (struct ff_share *)p;
     U8 *count;
 
-    PERL_UNUSED_CONTEXT;
     if (!share->pv)
         return;
     count = (U8 *)share->pv + share->size - 1;
@@ -46,9 +44,10 @@ static void S_unshare(pTHX_ void *p)
     share->pv = NULL;
 }
 
-/* sv's bytes shared into *share (registered for S_unshare): TRUE, or FALSE
- * when sv is not a plain byte string perl can share (then snapshot()). */
-static bool S_share_bytes(pTHX_ SV *sv, struct ff_share *share)
+/* sv's bytes shared into *share (given back by the call's destructor):
+ * TRUE, or FALSE when sv is not a plain byte string perl can share (then
+ * snapshot()). */
+static bool S_share_bytes(SV *sv, struct ff_share *share)
 {
 #if defined(SvCANCOW) && defined(CowREFCNT)
     if (!SvMAGICAL(sv) && SvPOK(sv) && !SvUTF8(sv) && SvLEN(sv) && SvCANCOW(sv)) {
@@ -59,7 +58,6 @@ static bool S_share_bytes(pTHX_ SV *sv, struct ff_share *share)
         CowREFCNT(sv)++;
         share->pv = SvPVX(sv);
         share->size = SvLEN(sv);
-        SAVEDESTRUCTOR_X(S_unshare, share);
         return TRUE;
     }
 #endif
@@ -67,22 +65,41 @@ static bool S_share_bytes(pTHX_ SV *sv, struct ff_share *share)
     PERL_UNUSED_ARG(share);
     return FALSE;
 }
-#define share_bytes(sv, share) S_share_bytes(aTHX_ sv, share)
+
+/* What a file_set_contents call holds until it returns or unwinds, given
+ * back by one savestack destructor: the replacement (its discard), then
+ * the data's share. */
+struct ff_call {
+    struct ff_atomic atomic;    /* target NULL until start_write sets it up */
+    struct ff_share share;      /* plain data: its bytes, shared */
+};
+
+static void S_call_done(pTHX_ void *p)
+{
+    struct ff_call *call = (struct ff_call *)p;
+
+    PERL_UNUSED_CONTEXT;
+    if (call->atomic.target)
+        ff_atomic_discard(&call->atomic);
+    S_unshare(&call->share);
+}
 
 /* Returns 1 when the file was written, 0 when if_changed found it the same. */
 static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force)
 {
     const char *op = "file_set_contents";
-    SV *path, *ors_sv = NULL;
+    SV *ors_sv = NULL;
     const char *buf, *ors = "";
     STRLEN len, ors_len = 0;
     bool force_utf8 = FALSE;
     struct ff_options opt;
-    struct ff_atomic atomic, *a = &atomic;   /* this frame outlives its LEAVE */
-    struct ff_share share = { NULL, 0 };     /* plain data: its bytes, shared */
+    struct ff_call call;                     /* this frame outlives its scope */
+    struct ff_atomic *a = &call.atomic;
     IV perm_iv = 0644;                       /* a plain integer perm, read at once */
     bool force_ok = FALSE, force_true = FALSE;  /* a plain force_utf8, read at once */
     STRLEN shared_len = 0;
+    struct ffxs_path path;
+    char name_buf[FF_NAME_BUF];              /* a plain name's snapshot */
     char temp_buf[FF_TEMP_BUF];              /* the temp's name, as long */
     char suffix[FF_PID_SUFFIX_MAX];          /* ".tmp.<pid>" */
     size_t suffix_len;
@@ -90,24 +107,34 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
     struct ff_guard guard;
     IV pid;
     int err, wrote;
+    /* The scope is this function's own: its cleanups point into this
+     * frame, so they run before it returns (LEAVE_SCOPE), or while a croak
+     * unwinds, before the frame is left. No ENTER: no local() is made here,
+     * only savestack entries, so the index is all that must be restored. */
+    const I32 saved_ix = PL_savestack_ix;
 
-    /* The scope is this function's own: its cleanups may point into this
-     * frame, so they must run before it returns. */
-    ENTER;
     /* As the reference's my (...) = @_: each argument's get-magic once, in
      * order, into a snapshot, before any user code (overloading) can run;
      * then $\. From here nothing of the caller's is used. */
-    {
+    if ((SvFLAGS(filename) | (data ? SvFLAGS(data) : 0) | (perm ? SvFLAGS(perm) : 0)
+         | (force ? SvFLAGS(force) : 0)) & SVs_GMG) {      /* (hold_args' own test, unrolled) */
         SV *const args[] = { filename, data, perm, force };
         hold_args(args);
     }
+    a->target = NULL;
+    call.share.pv = NULL;
+    SAVEDESTRUCTOR_X(S_call_done, &call);
     SvGETMAGIC(filename);
-    filename = name_snapshot(filename);
+    /* a plain name: copied, no SV; else an SV snapshot (path_arg below) */
+    if (name_copy(filename, name_buf, &path))
+        filename = NULL;
+    else
+        filename = name_snapshot(filename);
     if (data) {
         SvGETMAGIC(data);
-        if (share_bytes(data, &share)) {
+        if (S_share_bytes(data, &call.share)) {
             shared_len = SvCUR(data);
-            data = NULL;                /* from here: share */
+            data = NULL;                /* from here: call.share */
         } else {
             data = snapshot(data);
         }
@@ -139,15 +166,20 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
     if (PL_ors_sv && SvOK(PL_ors_sv))
         ors_sv = snapshot(PL_ors_sv);
 
-    path = path_arg(filename, op);
+    if (filename) {
+        SV *name = path_arg(filename, op);
+        struct ffxs_path of_sv = FFXS_PATH_OF(name);
+
+        path = of_sv;
+    }
     Zero(&opt, 1, struct ff_options);
     opt.perm = (mode_t)perm_iv;
     force_utf8 = force_true;
     write_args(perm, force, force_ok, &opt, &force_utf8, op);
-    if (share.pv) {
+    if (call.share.pv) {
         /* a byte string: written as it is, or as UTF-8 (Latin-1) with
          * force_utf8, as payload() does */
-        buf = share.pv;
+        buf = call.share.pv;
         len = shared_len;
         if (force_utf8 && !is_utf8_invariant_string((const U8 *)buf, len)) {
             U8 *utf8 = bytes_to_utf8((const U8 *)buf, &len);
@@ -167,20 +199,22 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
     guard.pid = pid;
     guard.forked = FALSE;
     guard.reading = FALSE;
+    guard.perl = FF_GUARD_PERL;
+    guard.unwind_fd = NULL;
     intr.fn = ffxs_on_eintr;
     intr.ctx = &guard;
-    wrote = start_write(a, path, &opt, &intr, pid, op, buf, len, ors, ors_len, temp_buf,
+    wrote = start_write(a, &path, &opt, &intr, pid, op, buf, len, ors, ors_len, temp_buf,
                         suffix, suffix_len);
     if (wrote) {
         a->step = FF_STEP_WRITE;
         err = ff_write_tail_all(a->fd, buf, len, ors, ors_len, &intr);
         if (err)
-            croak_step(a, err, path);
+            croak_step(a, err, path_sv(&path));
         err = ff_atomic_commit(a);
         if (err)
-            croak_step(a, err, path);
+            croak_step(a, err, path_sv(&path));
     }
-    LEAVE;
+    LEAVE_SCOPE(saved_ix);
     /* $! as the reference leaves it: its sysopen's ENOTTY (perl asks
      * isatty), cleared by syswrite when there were bytes to write */
     SETERRNO(len + ors_len ? 0 : ENOTTY, 0);
@@ -194,42 +228,94 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
 static SV *S_file_get_contents(pTHX_ SV *filename, SV *max_arg)
 {
     const char *op = "file_get_contents";
-    SV *path, *content;
-    size_t max, size;
+    SV *content;
+    size_t max, size, cap, total = 0, got;
     /* a child forked by a handler may not read on from the shared offset */
-    struct ff_guard guard = { NULL, 0, FALSE, TRUE };
+    struct ff_guard guard = { NULL, 0, FALSE, TRUE, FF_GUARD_PERL, NULL };
     struct ff_eintr intr = { ffxs_on_eintr, &guard };
+    struct ffxs_path path;
+    char name_buf[FF_NAME_BUF];         /* a plain name's snapshot */
     int fd = -1, err;
+    /* this function's own scope, without ENTER (see file_set_contents).
+     * fd is closed here before each croak and the return; only where a
+     * signal handler could die (ffxs_on_eintr) does its close go on the
+     * savestack (guard.unwind_fd). */
+    const I32 saved_ix = PL_savestack_ix;
+#define CLOSE_FD() STMT_START { if (fd >= 0) { ff_close_read(fd); fd = -1; } } STMT_END
 
-    ENTER;   /* closes fd when this function returns or croaks */
     /* snapshots, before user code (overloading) runs, as in file_set_contents */
-    {
+    if ((SvFLAGS(filename) | (max_arg ? SvFLAGS(max_arg) : 0)) & SVs_GMG) {
         SV *const args[] = { filename, max_arg };
         hold_args(args);
     }
     SvGETMAGIC(filename);
-    filename = name_snapshot(filename);
+    if (name_copy(filename, name_buf, &path))
+        filename = NULL;
+    else
+        filename = name_snapshot(filename);
     if (max_arg) {
         SvGETMAGIC(max_arg);
         max_arg = snapshot(max_arg);
     }
-    path = path_arg(filename, NULL);
+    if (filename) {
+        SV *name = path_arg(filename, NULL);
+        struct ffxs_path of_sv = FFXS_PATH_OF(name);
+
+        path = of_sv;
+    }
     max = max_arg(max_arg, op);
 
-    close_read_at_leave(&fd);
-    err = safe_path(path, op)
-              ? ff_open_read(SvPVX(path), &fd, &intr) : ENOENT;   /* as open: whatever a
-                                                                    * warning handler did */
+    guard.unwind_fd = &fd;
+    err = !memchr(path.pv, '\0', path.len) || safe_path(path_sv(&path), op)
+              ? ff_open_read(path.pv, &fd, &intr) : ENOENT;   /* as open: whatever a
+                                                               * warning handler did */
     if (err)
-        croak_errno(err, "can't open '%" SVf "' - ", SVfARG(path));
+        croak_errno(err, "can't open '%" SVf "' - ", SVfARG(path_sv(&path)));   /* (no fd) */
     /* fstat's size is only a hint: "too long" is decided on the bytes read
      * (sysfs files say 4096 whatever they hold) */
     err = ff_size_hint(fd, &size, &intr);
-    if (err)
-        croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(path));
+    if (err) {
+        CLOSE_FD();
+        croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(path_sv(&path)));
+    }
 
-    content = read_to_end(fd, size, max, max + 1, path, &intr);
-    LEAVE;
+    /* one read of the whole file plus a byte that would show it grew */
+    cap = size ? size + 1 : FF_GROW_START;
+    if (cap > max + 1)
+        cap = max + 1;
+    /* (newSV(cap) without its upgrade and sv_grow: the same buffer) */
+    content = sv_2mortal(newSV_type(SVt_PV));
+    {
+        char *pv;
+
+        Newx(pv, cap + 1, char);
+        SvPV_set(content, pv);
+        SvLEN_set(content, cap + 1);
+    }
+    for (;;) {
+        err = ff_read_full(fd, SvPVX(content) + total, cap - total, &got, &intr);
+        if (err) {
+            CLOSE_FD();
+            croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(path_sv(&path)));
+        }
+        total += got;
+        if (total > max) {
+            CLOSE_FD();
+            croak_too_long(path_sv(&path));     /* $! 0, as the reference leaves it */
+        }
+        if (total < cap)
+            break;                              /* end of file */
+        cap = cap > max / 2 ? max + 1 : cap * 2;
+        SvGROW(content, cap + 1);
+    }
+    CLOSE_FD();
+#undef CLOSE_FD
+    SvCUR_set(content, total);
+    *SvEND(content) = '\0';
+    SvPOK_only(content);
+    if (TAINTING_get)
+        SvTAINTED_on(content);
+    LEAVE_SCOPE(saved_ix);
     SETERRNO(0, 0);             /* as the reference's last sysread leaves it */
     return content;
 }
@@ -377,7 +463,7 @@ static SV *S_file_read_firstline(pTHX_ SV *filename)
     const char *op = "file_read_firstline";
     SV *path, *line;
     /* a child forked by a handler may not read on from the shared offset */
-    struct ff_guard guard = { NULL, 0, FALSE, TRUE };
+    struct ff_guard guard = { NULL, 0, FALSE, TRUE, FF_GUARD_PERL, NULL };
     struct ff_eintr intr = { ffxs_on_eintr, &guard };
     int fd = -1, err;
 

@@ -47,7 +47,6 @@ int ff_batch_add(struct ff_batch *b, const char *path, const char *buf, size_t l
 {
     struct ff_batch_file *f;
     struct ff_options opt = b->opt;
-    int err;
 
     if (b->n == b->cap)
         return ENOMEM;
@@ -55,11 +54,12 @@ int ff_batch_add(struct ff_batch *b, const char *path, const char *buf, size_t l
     /* the batch looks at the old target itself (fstatat): the single-file
      * prepare only follows symlinks */
     opt.preserve = opt.if_changed = 0;
-    err = ff_atomic_init(&f->a, path, &opt, b->intr);
-    b->n++;             /* discard frees it even when init failed */
+    /* path lent, not copied: one malloc and free a file less */
+    ff_atomic_init_lent(&f->a, path, strlen(path), &opt, b->intr, NULL);
+    b->n++;
     f->buf = buf;
     f->len = len;
-    return err;
+    return 0;
 }
 
 /* ---- looking: nothing is changed ---- */
@@ -620,18 +620,26 @@ int ff_batch_commit(struct ff_batch *b, long pid)
     size_t i;
     char suffix[sizeof ".tmp." + 3 * sizeof(long)];
     size_t suffix_len = (size_t)snprintf(suffix, sizeof suffix, ".tmp.%ld", pid);
+    size_t block_size = 0;
+    char *block, *block_end;
     int err;
 
     b->pid = pid;
     if (b->n == 0)
         return 0;
     b->seed = ff_batch_hash_seed(b);
+    /* the temps' names in one block, as long as the names given need */
+    for (i = 0; i < b->n; i++)
+        block_size += b->files[i].a.target_len + suffix_len + FF_TEMP_SUFFIX_MAX;
+    block = b->temp_block = malloc(block_size);     /* NULL: one each */
+    block_end = block ? block + block_size : NULL;
     /* 1. look: names, directories, targets, duplicates; nothing changes */
     for (i = 0; i < b->n; i++) {
         struct ff_batch_file *f = &b->files[i];
 
         b->failed = i;
-        if ((err = ff_atomic_prepare(&f->a)) || (err = ff_batch_name_temp(f, suffix, suffix_len)))
+        if ((err = ff_atomic_prepare(&f->a))
+            || (err = ff_batch_name_temp(f, suffix, suffix_len, &block, block_end)))
             return err;
         if (!*LEAF(f))          /* "dir/" names a directory: no mkdir for it */
             return EISDIR;
@@ -798,6 +806,8 @@ void ff_batch_discard(struct ff_batch *b)
     ff_batch_remove_temps(b);
     for (i = 0; i < b->n; i++)
         ff_atomic_discard(&b->files[i].a);
+    free(b->temp_block);
+    b->temp_block = NULL;
     if (!b->done && !b->forgotten)
         for (i = b->nmade; i-- > 0;)
             unmake(&b->made[i], b->cwd_fd);

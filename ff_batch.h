@@ -103,6 +103,8 @@ struct ff_batch {
     const struct ff_eintr *renaming;
     struct ff_batch_file *files;
     size_t n;               /* files[0..n) were added */
+    char *temp_block;       /* the temps' names, one allocation (a name that
+                             * does not fit, after symlinks, has its own) */
     size_t cap;
     size_t *order;          /* file indices grouped by directory */
     struct ff_batch_dir *dirs;
@@ -142,8 +144,8 @@ struct ff_batch {
 int ff_batch_init(struct ff_batch *b, size_t n, const struct ff_options *opt,
                   const struct ff_eintr *intr);
 
-/* Add a file: path is copied, buf[0..len) must stay valid until commit
- * returns. Returns 0 or ENOMEM. */
+/* Add a file: path must stay valid until the batch is discarded (it is
+ * not copied), buf[0..len) until commit returns. Returns 0 or ENOMEM. */
 int ff_batch_add(struct ff_batch *b, const char *path, const char *buf, size_t len);
 
 /* Everything, in the order described above; temps are named

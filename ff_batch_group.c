@@ -20,10 +20,11 @@
 /* The temp's name: "<target>" + suffix (".tmp.<pid>", made once per
  * batch), room left for a random suffix; where the leaf starts, and the
  * length of the directory part as ff_dir_of cuts it (0: "."). */
-int ff_batch_name_temp(struct ff_batch_file *f, const char *suffix, size_t suffix_len)
+int ff_batch_name_temp(struct ff_batch_file *f, const char *suffix, size_t suffix_len,
+                       char **block, const char *block_end)
 {
     const char *t = f->a.target, *slash = strrchr(t, '/');
-    size_t len = strlen(t);
+    size_t len = f->a.target_len, need = len + suffix_len + FF_TEMP_SUFFIX_MAX;
 
     f->leaf = slash ? (size_t)(slash + 1 - t) : 0;
     if (slash) {
@@ -31,8 +32,13 @@ int ff_batch_name_temp(struct ff_batch_file *f, const char *suffix, size_t suffi
             slash--;
         f->dir_len = slash == t ? 1 : (size_t)(slash - t);     /* "/x": "/" */
     }
-    if (!(f->a.temp = malloc(len + suffix_len + FF_TEMP_SUFFIX_MAX)))
+    if (*block && (size_t)(block_end - *block) >= need) {
+        /* a slot of the batch's block: discard leaves it (temp_buf) */
+        f->a.temp = f->a.temp_buf = *block;
+        *block += need;
+    } else if (!(f->a.temp = malloc(need))) {
         return ENOMEM;
+    }
     memcpy(f->a.temp, t, len);
     memcpy(f->a.temp + len, suffix, suffix_len + 1);
     return 0;
@@ -128,17 +134,34 @@ static int same_folded(const char *x, const char *y)
     return fold((unsigned char)*x) == fold((unsigned char)*y);
 }
 
-/* FNV-1a of a leaf, case folded (a leaf and its case variants probe one
- * chain: the tables find exact matches and folded ones alike), from the
- * batch's random seed (and a directory index: NONE for the leaf alone) */
-static uint64_t leaf_hash(const struct ff_batch *b, size_t dir, const char *leaf)
+/* 1 when leaf (NUL-terminated) is the n bytes at x, where case folds */
+static int same_folded_n(const char *leaf, const char *x, size_t n)
 {
-    const unsigned char *p = (const unsigned char *)leaf;
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        if (!leaf[i] || fold((unsigned char)leaf[i]) != fold((unsigned char)x[i]))
+            return 0;
+    return leaf[n] == '\0';
+}
+
+/* FNV-1a of a leaf's n bytes, case folded (a leaf and its case variants
+ * probe one chain: the tables find exact matches and folded ones alike),
+ * from the batch's random seed (and a directory index: NONE for the leaf
+ * alone) */
+static uint64_t leaf_hash_n(const struct ff_batch *b, size_t dir, const char *leaf, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)leaf, *end = p + n;
     uint64_t h = (1469598103934665603ULL ^ b->seed) ^ (uint64_t)dir * 0x9e3779b97f4a7c15ULL;
 
-    while (*p)
+    while (p < end)
         h = (h ^ fold(*p++)) * 1099511628211ULL;
     return h;
+}
+
+static uint64_t leaf_hash(const struct ff_batch *b, size_t dir, const char *leaf)
+{
+    return leaf_hash_n(b, dir, leaf, strlen(leaf));
 }
 
 /* The name hashes' seed, without a syscall (getrandom would be one more
@@ -299,11 +322,27 @@ int ff_batch_find_duplicate(struct ff_batch *b)
         }
         slots[s] = i + 1;
     }
+    /* A temp's leaf is its target's and the suffix ".tmp.<pid>" (the
+     * same for all: no random name yet): only a target whose leaf ends
+     * with it (where case folds) can be another's temp, that of the file
+     * of its leaf less the suffix in its directory. So each such target is
+     * looked up, not every temp's leaf hashed. */
     for (i = 0; i < b->n; i++) {
-        struct ff_batch_file *f = &b->files[i];
+        const struct ff_batch_file *g = &b->files[i];
+        const char *suffix = g->a.temp + g->a.target_len, *leaf = LEAF(g);
+        size_t suffix_len = strlen(suffix), len = g->a.target_len - g->leaf, s;
 
-        if (find_leaf(b, slots, mask, f->dir, TEMP_LEAF(f)) != FF_NONE)
-            f->temp_is_target = 1;
+        if (len <= suffix_len || !same_folded_n(suffix, leaf + len - suffix_len, suffix_len))
+            continue;
+        len -= suffix_len;
+        for (s = (size_t)leaf_hash_n(b, g->dir, leaf, len) & mask; slots[s]; s = (s + 1) & mask) {
+            struct ff_batch_file *f = &b->files[slots[s] - 1];
+
+            if (f->dir == g->dir && same_folded_n(LEAF(f), leaf, len)) {
+                f->temp_is_target = 1;
+                break;
+            }
+        }
     }
     free(slots);
     return 0;

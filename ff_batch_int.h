@@ -32,7 +32,8 @@
 
 /* f's temp name: its target + suffix, room left for a random suffix; sets
  * f->leaf and f->dir_len. 0 or ENOMEM. */
-int ff_batch_name_temp(struct ff_batch_file *f, const char *suffix, size_t suffix_len);
+int ff_batch_name_temp(struct ff_batch_file *f, const char *suffix, size_t suffix_len,
+                       char **block, const char *block_end);
 /* b->order and b->dirs: the files grouped by directory name, the
  * directories in name order (a parent before its subdirectories). */
 int ff_batch_group_by_dir(struct ff_batch *b);

@@ -58,6 +58,7 @@ int ff_atomic_init(struct ff_atomic *a, const char *path, const struct ff_option
     a->opt = *opt;
     a->intr = intr;
     a->target = strdup(path);
+    a->target_len = strlen(path);
     return a->target ? 0 : ENOMEM;
 }
 
@@ -66,8 +67,9 @@ int ff_atomic_init(struct ff_atomic *a, const char *path, const struct ff_option
  * draws the line: every member of the group can plant a file there. */
 #define FF_STICKY_SHARED(mode) (((mode) & S_ISVTX) && ((mode) & (S_IWOTH | S_IWGRP)))
 
-void ff_atomic_init_lent(struct ff_atomic *a, const char *path, const struct ff_options *opt,
-                         const struct ff_eintr *intr, char *temp_buf)
+void ff_atomic_init_lent(struct ff_atomic *a, const char *path, size_t path_len,
+                         const struct ff_options *opt, const struct ff_eintr *intr,
+                         char *temp_buf)
 {
     memset(a, 0, offsetof(struct ff_atomic, old));     /* old: only read with have_old */
     a->fd = -1;
@@ -75,6 +77,7 @@ void ff_atomic_init_lent(struct ff_atomic *a, const char *path, const struct ff_
     a->opt = *opt;
     a->intr = intr;
     a->target = (char *)path;      /* only read, never written through */
+    a->target_len = path_len;
     a->target_lent = 1;
     a->temp_buf = temp_buf;
 }
@@ -85,6 +88,7 @@ static void replace_target(struct ff_atomic *a, char *next)
     if (!a->target_lent)
         free(a->target);
     a->target = next;
+    a->target_len = strlen(next);
     a->target_lent = 0;
 }
 
@@ -400,9 +404,9 @@ int ff_temp_random_name(char *temp, size_t target_len, size_t base_len, int *fit
     return 0;
 }
 
-static int create_temp(struct ff_atomic *a)
+/* base_len: strlen(a->temp) */
+static int create_temp(struct ff_atomic *a, size_t base_len)
 {
-    size_t base_len = strlen(a->temp);
     int err = open_temp(a, &a->fd);
     int tries, fit = 0;
 
@@ -413,7 +417,7 @@ static int create_temp(struct ff_atomic *a)
                     && tries < FF_TEMP_TRIES; tries++) {
         if (err == ENAMETOOLONG)
             fit = 1;
-        err = ff_temp_random_name(a->temp, strlen(a->target), base_len, &fit);
+        err = ff_temp_random_name(a->temp, a->target_len, base_len, &fit);
         if (!err)
             err = open_temp(a, &a->fd);
     }
@@ -535,7 +539,7 @@ int ff_atomic_create(struct ff_atomic *a, long pid)
 
 int ff_atomic_create_named(struct ff_atomic *a, long pid, const char *suffix, size_t suffix_len)
 {
-    size_t len = strlen(a->target);
+    size_t len = a->target_len;
     int err = may_preserve(a);
 
     if (err)
@@ -552,11 +556,11 @@ int ff_atomic_create_named(struct ff_atomic *a, long pid, const char *suffix, si
     a->pid = pid;
 
     a->step = FF_STEP_OPEN;
-    err = create_temp(a);
+    err = create_temp(a, len + suffix_len);
     /* costs nothing while the directory exists; a target that ends in "/"
      * (a symlink to "x/") names a directory, never the file: no directory
      * is made for a write that must fail */
-    if (err == ENOENT && a->opt.mkdir && a->target[strlen(a->target) - 1] != '/') {
+    if (err == ENOENT && a->opt.mkdir && a->target[len - 1] != '/') {
         a->step = FF_STEP_MKDIR;
         a->step_mem = dir_of(a->target);
         err = a->step_mem ? ff_mkdir_p(a->step_mem, &a->dirs_made, a->intr) : ENOMEM;
@@ -564,7 +568,7 @@ int ff_atomic_create_named(struct ff_atomic *a, long pid, const char *suffix, si
         if (err)
             return err;
         a->step = FF_STEP_OPEN;
-        err = create_temp(a);
+        err = create_temp(a, len + suffix_len);
     }
     if (err)
         return err;
@@ -1026,7 +1030,16 @@ void ff_atomic_remove_temp(struct ff_atomic *a)
 
 void ff_atomic_discard(struct ff_atomic *a)
 {
-    int saved = errno;
+    int saved;
+
+    /* a call that succeeded: nothing open, created or allocated */
+    if (a->fd < 0 && !a->created && a->step_fd < 0 && !a->step_mem && !a->acl
+        && a->target_lent && a->temp == a->temp_buf) {
+        a->temp = a->target = NULL;
+        a->target_lent = 0;
+        return;
+    }
+    saved = errno;
 
     ff_atomic_remove_temp(a);
     release_step(a);
@@ -1118,17 +1131,28 @@ int ff_read_some(int fd, char *buf, size_t len, size_t *got, const struct ff_ein
 
 int ff_read_full(int fd, char *buf, size_t len, size_t *got, const struct ff_eintr *intr)
 {
-    *got = 0;
-    while (*got < len) {
-        size_t n;
-        int err = ff_read_some(fd, buf + *got, len - *got, &n, intr);
-        if (err)
-            return err;
-        if (n == 0)
+    size_t total = 0;
+    unsigned spins = 0;     /* FF_SYSCALL's count, for each read */
+    int err = 0;
+
+    /* ff_read_some's loop, inline: a reader's two reads are most of its
+     * user-space work */
+    while (total < len) {
+        ssize_t n = read(fd, buf + total, len - total);
+
+        if (n > 0) {
+            total += (size_t)n;
+            spins = 0;
+        } else if (n == 0) {
             break;
-        *got += n;
+        } else if ((err = errno) != EINTR || !ff_retry_eintr(intr, &spins)) {
+            break;
+        } else {
+            err = 0;
+        }
     }
-    return 0;
+    *got = total;
+    return err;
 }
 
 void ff_close_read(int fd)

@@ -12,8 +12,9 @@
  *   ff_atomic_commit     preserve's owner and mode, fsync's fdatasync, close,
  *                        pending signal handlers, rename, fsync of the dir
  * and ff_atomic_discard for cleanup: it removes whatever is still ours. The
- * caller (the XS glue, xs_common.c's start_write) registers discard right
- * after init, so a croak or a die from a signal handler running inside an
+ * caller (the XS glue: xs_common.c's start_write, or file_set_contents'
+ * own destructor, registered before init with a->target NULL) has discard
+ * run however it ends, so a croak or a die from a signal handler inside an
  * ff_on_eintr callback leaves nothing behind. ff_batch.h does the same for
  * many files at once.
  */
@@ -87,21 +88,23 @@ struct ff_atomic {
     struct ff_options opt;
     const struct ff_eintr *intr;
     char *target;      /* the path replaced: the name given, or where its symlinks lead */
+    size_t target_len; /* strlen(target) */
     char *temp;        /* target + ".tmp.<pid>" [+ ".<random>"] */
-    /* The single call's paths without the heap (ff_atomic_init_lent):
+    /* The single call's and the batch's paths without the heap
+     * (ff_atomic_init_lent; the batch names its temps in a block of its own):
      * target is the caller's string until symlinks replace it, temp in the
      * caller's buffer when it fits. Neither is freed then. */
-    char *temp_buf;    /* FF_TEMP_BUF bytes of the caller's, or NULL */
+    char *temp_buf;    /* FF_TEMP_BUF bytes of the caller's (a batch: temp's slot), or NULL */
     int target_lent;   /* target is the caller's, not ours to free */
     int fd;            /* the temp's fd, -1 once closed */
     int created;       /* 1 while the file at temp is ours to remove */
+    int have_old;      /* old holds the stat of an existing regular target */
     long pid;          /* the process that created temp (its name has it) */
     /* What a step holds while it may be interrupted: a die from a signal
      * handler skips the step's own release, discard does it instead. */
     int step_fd;       /* if_changed's compare fd, fsync's directory fd; or -1 */
     int dirs_made;     /* mkdir: directory levels made, synced with fsync */
     char *step_mem;    /* if_changed's compare buffer, a directory path; or NULL */
-    int have_old;      /* old holds the stat of an existing regular target */
     char *acl;         /* preserve: the old file's access ACL (xattr), or NULL */
     size_t acl_len;
     int acl_none;      /* preserve: the filesystem has ACLs, the old file none */
@@ -138,8 +141,9 @@ int ff_atomic_init(struct ff_atomic *a, const char *path, const struct ff_option
  * ff_atomic_discard); the temp name is made in temp_buf (FF_TEMP_BUF
  * bytes, living as long) when it fits. No heap for the usual call.
  * Cannot fail. */
-void ff_atomic_init_lent(struct ff_atomic *a, const char *path, const struct ff_options *opt,
-                         const struct ff_eintr *intr, char *temp_buf);
+void ff_atomic_init_lent(struct ff_atomic *a, const char *path, size_t path_len,
+                         const struct ff_options *opt, const struct ff_eintr *intr,
+                         char *temp_buf);
 
 /* Follow symlinks (follow_symlinks) and lstat the old target (preserve,
  * if_changed). */

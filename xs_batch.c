@@ -139,11 +139,11 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
     const char *op = "file_set_contents_many";
     struct ff_options opt;
     struct ff_batch batch, *b = &batch;   /* this frame outlives its LEAVE */
-    struct batch_guard bg = { { NULL, 0, FALSE, FALSE }, { NULL, NULL, NULL }, &batch };
+    struct batch_guard bg = { { NULL, 0, FALSE, FALSE, FF_GUARD_PERL, NULL }, { NULL, NULL, NULL }, &batch };
     struct ff_eintr intr = { S_batch_on_eintr, &bg };
     struct ff_eintr renaming = { S_batch_on_eintr_renaming, &bg };
     bool force_utf8 = FALSE;
-    SV **paths, **datas, **elems, *ors_sv = NULL;
+    SV **paths, **datas, **elems, *ors_sv = NULL, *last_data = NULL;
     AV *av;
     SSize_t npairs, i;
     IV pid, written;
@@ -192,14 +192,31 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
      * whose FETCH has not run yet) and held from the first magical one on:
      * an element's FETCH may clear, shrink or grow the array (moving it),
      * and the elements after it are still the ones passed. */
+    /* One data for many files (a list built from one $data): each element
+     * shares the same immutable copy-on-write buffer, which perl can share
+     * only 255 times, so that later snapshots would copy it. A plain string
+     * whose bytes are the last data snapshot's shared buffer (same bytes,
+     * same length and form: no user code can change a shared buffer) has
+     * that snapshot as its own. */
+#define SHARES_SNAPSHOT(sv, snap) \
+    ((SvFLAGS(sv) & FF_PLAIN_MASK) == (SVf_POK | SVp_POK | SVf_IsCOW) \
+     && (SvFLAGS(snap) & FF_PLAIN_MASK) == (SVf_POK | SVp_POK | SVf_IsCOW) \
+     && SvPVX(sv) == SvPVX(snap) && SvCUR(sv) == SvCUR(snap))
+#define FF_PLAIN_MASK (SVs_GMG | SVs_SMG | SVs_RMG | SVf_ROK | FF_NUM_FLAGS | SVf_POK | SVp_POK \
+                       | SVf_UTF8 | SVf_IsCOW)
     Newx(paths, 4 * npairs + 1, SV *);
     SAVEFREEPV(paths);
     datas = paths + npairs;
     elems = paths + 2 * npairs;
-    for (i = 0; i < 2 * npairs; i++) {
-        SV **elem = av_fetch(av, i, 0);
+    if (SvMAGICAL(av)) {
+        for (i = 0; i < 2 * npairs; i++) {
+            SV **elem = av_fetch(av, i, 0);
 
-        elems[i] = elem ? *elem : NULL;
+            elems[i] = elem ? *elem : NULL;
+        }
+    } else if (npairs) {    /* what av_fetch returns for a plain array, directly
+                             * (an empty one may have no AvARRAY) */
+        Copy(AvARRAY(av), elems, 2 * npairs, SV *);
     }
     hold_arg_array(elems, (size_t)(2 * npairs));
     for (i = 0; i < 2 * npairs; i++) {
@@ -207,7 +224,13 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
 
         if (sv) {
             SvGETMAGIC(sv);
-            sv = i % 2 ? snapshot(sv) : name_snapshot(sv);
+            if (!(i % 2))
+                sv = name_snapshot(sv);
+            else if (last_data && SHARES_SNAPSHOT(sv, last_data))
+                sv = last_data;
+            else if (((SvFLAGS(sv = snapshot(sv)) & FF_PLAIN_MASK)
+                      == (SVf_POK | SVp_POK | SVf_IsCOW)))
+                last_data = sv;         /* a share: the next may be the same */
         }
         if (i % 2)
             datas[i / 2] = sv;
@@ -222,7 +245,8 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
 
         paths[i] = path_arg(paths[i], op);
         buf = payload(datas[i], force_utf8, &len, op);
-        croak_unless_safe(paths[i], op, pid);
+        if (memchr(SvPVX(paths[i]), '\0', SvCUR(paths[i])))
+            croak_unless_safe(paths[i], op, pid);
         err = ff_batch_add(b, SvPVX(paths[i]), buf, len);
         if (err)
             croak_errno(err, "unable to replace '%" SVf "' - ", SVfARG(paths[i]));

@@ -248,8 +248,6 @@ void ffxs_croak_too_long(pTHX_ SV *name)
     croak_sv(msg);
 }
 
-#define FF_GROW_START (64 * 1024)       /* for files whose size fstat can't tell */
-
 SV *ffxs_read_to_end(pTHX_ int fd, size_t size, size_t max, size_t read_limit, SV *name,
                      const struct ff_eintr *intr)
 {
@@ -359,13 +357,33 @@ static void S_handlers_done(pTHX_ void *ctx)
     }
 }
 
+/* Savestack destructor: a reader's fd closed (unless closed already). */
+static void S_close_unwound_fd(pTHX_ void *fdp)
+{
+    int *fd = (int *)fdp;
+
+    PERL_UNUSED_CONTEXT;
+    if (*fd >= 0) {
+        ff_close_read(*fd);
+        *fd = -1;
+    }
+}
+
 int ffxs_on_eintr(void *ctx)
 {
-    dTHX;
     struct ff_guard *g = (struct ff_guard *)ctx;
+#ifdef MULTIPLICITY
+    dTHXa(g && g->perl ? (PerlInterpreter *)g->perl : PERL_GET_THX);
+#endif
 
     if (!PL_sig_pending)
         return 0;
+    if (g && g->unwind_fd) {
+        /* in the reader's scope, before this one's: closes it however
+         * the reader ends from here on */
+        SAVEDESTRUCTOR_X(S_close_unwound_fd, g->unwind_fd);
+        g->unwind_fd = NULL;
+    }
     ENTER;
     if (g) {
         if (!g->pid)
@@ -557,7 +575,15 @@ void ffxs_parse_options(pTHX_ HV *hv, struct ff_options *opt, bool *force_utf8,
     }
 }
 
-bool ffxs_start_write(pTHX_ struct ff_atomic *a, SV *path, const struct ff_options *opt,
+SV *ffxs_path_sv(pTHX_ struct ffxs_path *path)
+{
+    if (!path->sv)
+        path->sv = newSVpvn_flags(path->pv, path->len, SVs_TEMP | (path->utf8 ? SVf_UTF8 : 0));
+    return path->sv;
+}
+
+bool ffxs_start_write(pTHX_ struct ff_atomic *a, struct ffxs_path *path,
+                      const struct ff_options *opt,
                       const struct ff_eintr *intr, IV pid, const char *op,
                       const char *buf, STRLEN len, const char *tail, STRLEN tail_len,
                       char *temp_buf, const char *suffix, size_t suffix_len)
@@ -565,23 +591,25 @@ bool ffxs_start_write(pTHX_ struct ff_atomic *a, SV *path, const struct ff_optio
     int err;
 
     if (temp_buf) {
-        ff_atomic_init_lent(a, SvPVX(path), opt, intr, temp_buf);
+        ff_atomic_init_lent(a, path->pv, path->len, opt, intr, temp_buf);
     } else {
-        err = ff_atomic_init(a, SvPVX(path), opt, intr);
+        err = ff_atomic_init(a, path->pv, opt, intr);
         if (err)
-            croak_errno(err, "unable to replace '%" SVf "' - ", SVfARG(path));
+            croak_errno(err, "unable to replace '%" SVf "' - ", SVfARG(path_sv(path)));
+        discard_at_leave(a);
     }
-    discard_at_leave(a);
-    croak_unless_safe(path, op, pid);
+    /* ENOENT, like open; set here: the warning's handler may change errno */
+    if (memchr(path->pv, '\0', path->len))
+        croak_unless_safe(path_sv(path), op, pid);
     err = ff_atomic_prepare(a);
     if (err)
-        croak_step(a, err, path);
+        croak_step(a, err, path_sv(path));
     /* noclobber wins: an existing target is an error even when identical */
     if (opt->if_changed && !opt->noclobber && ff_atomic_unchanged(a, buf, len, tail, tail_len))
         return FALSE;
     err = suffix ? ff_atomic_create_named(a, (long)pid, suffix, suffix_len)
                  : ff_atomic_create(a, (long)pid);
     if (err)
-        croak_step(a, err, path);
+        croak_step(a, err, path_sv(path));
     return TRUE;
 }

@@ -184,6 +184,9 @@ size_t ffxs_max_arg(pTHX_ SV *max, const char *op);
 void ffxs_croak_too_long(pTHX_ SV *name) __attribute__noreturn__;
 #define croak_too_long(name) ffxs_croak_too_long(aTHX_ name)
 
+/* The first read's size for files whose size fstat can't tell */
+#define FF_GROW_START (64 * 1024)
+
 /* The rest of fd as a new mortal byte string (tainted under -T): one read
  * of size + 1 bytes (size: fstat's hint, 0 when unknown), growing for a
  * file longer than that, never reading past read_limit bytes (> max).
@@ -260,7 +263,21 @@ struct ff_guard {
                                * handlers first run (a reader need not ask) */
     bool forked;              /* this is such a child */
     bool reading;             /* a reader: "read" in the child's message */
+    /* The interpreter (aTHX) of a guard that lives in one call's frame:
+     * spares the callback its thread-local look-up. NULL: looked up (a
+     * writer's guard goes with the writer into a new thread's clone). */
+    void *perl;
+    /* A reader's fd (file_get_contents) that no savestack entry closes yet:
+     * the first time the handlers run, its close is registered in the
+     * caller's scope (a handler may die), so that a call no signal reaches
+     * spends nothing on it. NULL: none. */
+    int *unwind_fd;
 };
+#ifdef MULTIPLICITY
+#define FF_GUARD_PERL ((void *)aTHX)
+#else
+#define FF_GUARD_PERL NULL
+#endif
 
 /* The ff_on_eintr callback (ff_io.h) of every call: EINTR, a short write,
  * or the moment before the rename run perl's pending signal handlers (an
@@ -288,18 +305,61 @@ int ffxs_on_eintr_held(void *ctx);
 void ffxs_discard_at_leave(pTHX_ struct ff_atomic *a);
 #define discard_at_leave(a) ffxs_discard_at_leave(aTHX_ a)
 
+/* A file name to be written, as start_write takes it: its bytes (pv,
+ * NUL-terminated, len) and UTF-8 flag, and sv, the same as a string SV -
+ * or NULL where the caller holds the bytes in a buffer of its own (the
+ * single call's plain name), until a message needs one (path_sv). */
+struct ffxs_path {
+    const char *pv;
+    STRLEN len;
+    bool utf8;
+    SV *sv;
+};
+#define FFXS_PATH_OF(sv) { SvPVX(sv), SvCUR(sv), cBOOL(SvUTF8(sv)), (sv) }
+
+/* The name as a string SV (mortal, made once). */
+SV *ffxs_path_sv(pTHX_ struct ffxs_path *path);
+#define path_sv(path) ((path)->sv ? (path)->sv : ffxs_path_sv(aTHX_ path))
+
+/* A plain string file name (no magic, so not tainted, no reference) of 1
+ * to FF_NAME_BUF - 1 bytes copied to buf (FF_NAME_BUF bytes): its private
+ * snapshot without an SV. FALSE for any other name (then name_snapshot). */
+#define FF_NAME_BUF 4096    /* PATH_MAX: a longer name is an SV (open refuses it) */
+PERL_STATIC_INLINE bool S_name_copy(SV *sv, char *buf, struct ffxs_path *path)
+{
+    STRLEN len;
+
+    if ((SvFLAGS(sv) & (SVs_GMG | SVs_SMG | SVs_RMG | SVf_POK | SVf_ROK)) != SVf_POK)
+        return FALSE;
+    len = SvCUR(sv);
+    if (len - 1 >= FF_NAME_BUF - 1)     /* "" (it croaks) or too long */
+        return FALSE;
+    memcpy(buf, SvPVX(sv), len);
+    buf[len] = '\0';
+    path->pv = buf;
+    path->len = len;
+    path->utf8 = cBOOL(SvUTF8(sv));
+    path->sv = NULL;
+    return TRUE;
+}
+#define name_copy(sv, buf, path) S_name_copy(sv, buf, path)
+
 /* The start of a write, as file_set_contents and the writer's new do it:
- * a set up for path (opt, intr), its discard registered in the caller's
- * scope (a croak from here on leaves nothing behind), a path with a NUL
- * refused as open refuses it, the old target looked at, and unless
- * if_changed finds it holding buf then tail already, the temp created.
- * FALSE when the target is unchanged (nothing created). op names the
- * caller in warnings; pid is $$ of the call. Croaks for every failure.
+ * a set up for path (opt, intr), a path with a NUL refused as open refuses
+ * it, the old target looked at, and unless if_changed finds it holding buf
+ * then tail already, the temp created. FALSE when the target is unchanged
+ * (nothing created). op names the caller in warnings; pid is $$ of the
+ * call. Croaks for every failure.
  * temp_buf (FF_TEMP_BUF bytes): a call whose frame outlives the
  * replacement (file_set_contents) lends it path's string and this buffer
- * for the temp name, no heap; NULL (the writer, which keeps a) copies.
+ * for the temp name, no heap; that caller has registered a's discard in
+ * its own scope already (one destructor for all it holds; a->target NULL
+ * until a is set up here). NULL (the writer, which keeps a): path is
+ * copied and a's discard registered in the caller's scope (a croak from
+ * here on leaves nothing behind).
  * suffix: ".tmp.<pid>" made already (ffxs_pid_suffix), or NULL. */
-bool ffxs_start_write(pTHX_ struct ff_atomic *a, SV *path, const struct ff_options *opt,
+bool ffxs_start_write(pTHX_ struct ff_atomic *a, struct ffxs_path *path,
+                      const struct ff_options *opt,
                       const struct ff_eintr *intr, IV pid, const char *op,
                       const char *buf, STRLEN len, const char *tail, STRLEN tail_len,
                       char *temp_buf, const char *suffix, size_t suffix_len);

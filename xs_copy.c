@@ -59,12 +59,12 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
     struct ff_options opt;
     struct ff_atomic atomic, *a = &atomic;   /* this frame outlives its LEAVE */
     /* reading first: a child forked by a handler may not read on */
-    struct ff_guard guard = { NULL, 0, FALSE, TRUE };
+    struct ff_guard guard = { NULL, 0, FALSE, TRUE, FF_GUARD_PERL, NULL };
     struct ff_eintr intr = { ffxs_on_eintr, &guard };
     size_t max, limit, size, total = 0, cap = 0, pending = 0;
     char *buf = NULL;
     int in = -1, err;
-    char temp_buf[FF_TEMP_BUF];              /* the temp's name, as long */
+    struct ffxs_path dst_name;               /* dst_path, as start_write takes it */
     char suffix[FF_PID_SUFFIX_MAX];          /* ".tmp.<pid>" */
     size_t suffix_len;
     IV pid;
@@ -119,6 +119,11 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
     }
 
     dst_path = path_arg(dst ? dst : &PL_sv_undef, op);
+    {
+        struct ffxs_path of_sv = FFXS_PATH_OF(dst_path);
+
+        dst_name = of_sv;
+    }
     Zero(&opt, 1, struct ff_options);
     opt.perm = 0644;
     force_utf8 = FALSE;
@@ -136,8 +141,8 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
             ors = payload(ors_sv, FALSE, &ors_len, op);
         guard.atomic = a;
         guard.reading = FALSE;
-        if (!start_write(a, dst_path, &opt, &intr, pid, op, bytes, len, ors, ors_len,
-                         temp_buf, suffix, suffix_len)) {
+        if (!start_write(a, &dst_name, &opt, &intr, pid, op, bytes, len, ors, ors_len,
+                         NULL, suffix, suffix_len)) {
             LEAVE;
             SETERRNO(len + ors_len ? 0 : ENOTTY, 0);
             return 0;
@@ -166,8 +171,8 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
             ors = payload(ors_sv, FALSE, &ors_len, op);
         guard.atomic = a;
         guard.reading = FALSE;
-        (void)start_write(a, dst_path, &opt, &intr, pid, op, "", 0, NULL, 0,
-                      temp_buf, suffix, suffix_len);
+        (void)start_write(a, &dst_name, &opt, &intr, pid, op, "", 0, NULL, 0,
+                      NULL, suffix, suffix_len);
         a->step = FF_STEP_WRITE;
         /* the kernel moves the bytes where it can (never when the first
          * block is in buf already), read and write do the rest */
@@ -232,7 +237,7 @@ static int S_on_eintr_handle(void *ctx)
 
 SV *ffxs_read_regular(pTHX_ SV *fh, SV *max_sv, SV *name, bool *done)
 {
-    struct ff_handle_read handle = { { NULL, 0, FALSE, TRUE }, NULL, NULL, -1, NULL };
+    struct ff_handle_read handle = { { NULL, 0, FALSE, TRUE, NULL, NULL }, NULL, NULL, -1, NULL };
     struct ff_eintr intr = { S_on_eintr_handle, &handle };
     GV *gv = NULL;
     IO *io;

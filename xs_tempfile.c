@@ -101,7 +101,7 @@ SV *ffxs_tempfile(pTHX_ SV *data, SV *perm, SV *dir, bool dir_given, SV *flags,
                   bool allow_links)
 {
     const char *op = "tempfile_contents";
-    struct ff_guard guard = { NULL, 0, FALSE, FALSE };
+    struct ff_guard guard = { NULL, 0, FALSE, FALSE, FF_GUARD_PERL, NULL };
     struct ff_eintr intr = { ffxs_on_eintr, &guard };
     SV *dir_sv, *ors_sv = NULL;
     const char *buf, *ors = "";
@@ -212,7 +212,7 @@ static void S_croak_make_path(pTHX_ char *dir)
 SV *ffxs_create_owned(pTHX_ SV *file, SV *uid, SV *gid, SV *perm)
 {
     const char *op = "create_owned_file_fh";
-    struct ff_guard guard = { NULL, 0, FALSE, FALSE };
+    struct ff_guard guard = { NULL, 0, FALSE, FALSE, FF_GUARD_PERL, NULL };
     struct ff_eintr intr = { ffxs_on_eintr, &guard };
     enum ff_step step;
     SV *path;

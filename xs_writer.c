@@ -328,8 +328,12 @@ SV *ffxs_writer_new(pTHX_ SV *klass, SV *filename, SV *opts)
     w->guard.atomic = &w->a;
     w->intr.fn = ffxs_on_eintr;
     w->intr.ctx = &w->guard;
-    start_write(&w->a, path, &opt, &w->intr, w->pid, FF_WRITER_CLASS "->new", NULL, 0, NULL, 0,
-                NULL, NULL, 0);
+    {
+        struct ffxs_path wpath = FFXS_PATH_OF(path);
+
+        start_write(&w->a, &wpath, &opt, &w->intr, w->pid, FF_WRITER_CLASS "->new", NULL, 0, NULL, 0,
+                    NULL, NULL, 0);
+    }
     /* any code may run before commit: it checks the temp is still this
      * file (one fstat here, one fstatat there) */
     ff_atomic_note_temp(&w->a, AT_FDCWD, w->a.temp);

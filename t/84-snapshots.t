@@ -218,4 +218,26 @@ PERL
     }
 }
 
+# One $data for 300 files of a batch: its buffer shared more often than
+# perl's 255, the later files have the first snapshot that shares it. A
+# warning's handler (the undef data of the last pair, after every snapshot)
+# changes $data in place and frees it: every file still has what was passed.
+{
+    my $d = fresh();
+    my $data = 'shared data ' . ('y' x 1000);
+    my $want = $data;
+    my $other = 'other data ' . ('z' x 1000);      # every third file: not the same buffer
+    my %want = map { ($_ => $_ % 3 ? $want : $other) } 1 .. 300;
+    my @list = map { ("$d/f$_", $_ % 3 ? $data : $other) } 1 .. 300;
+    push @list, "$d/last", undef;
+    my $warned = 0;
+    local $SIG{__WARN__} = sub { $warned++; substr($data, 0, 6) = 'CHANGED'; $data .= 'more'; @list = (); undef $data };
+    is(eval { no warnings 'void'; use warnings 'uninitialized'; file_set_contents_many(\@list) } // $@, 301,
+       'one data for 300 files of a batch: 301 written');
+    is($warned, 1, '... the handler ran');
+    my @wrong = grep { my $f = "$d/f$_"; open my $fh, '<', $f or die "$f: $!"; local $/; <$fh> ne $want{$_} } 1 .. 300;
+    is("@wrong", '', '... every file has the bytes passed, whatever the handler did to the data');
+    is(join(',', temps_in($d)), '', '... no temp left');
+}
+
 done_testing();
