@@ -175,7 +175,8 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
     Zero(&opt, 1, struct ff_options);
     opt.perm = (mode_t)perm_iv;
     force_utf8 = force_true;
-    write_args(perm, force, force_ok, &opt, &force_utf8, op);
+    if (perm || force)          /* not plain values, read above */
+        write_args(perm, force, force_ok, &opt, &force_utf8, op);
     if (call.share.pv) {
         /* a byte string: written as it is, or as UTF-8 (Latin-1) with
          * force_utf8, as payload() does */
@@ -263,7 +264,7 @@ static SV *S_file_get_contents(pTHX_ SV *filename, SV *max_arg)
 
         path = of_sv;
     }
-    max = max_arg(max_arg, op);
+    max = max_arg ? max_arg(max_arg, op) : FF_DEFAULT_MAX;
 
     guard.unwind_fd = &fd;
     err = !memchr(path.pv, '\0', path.len) || safe_path(path_sv(&path), op)
