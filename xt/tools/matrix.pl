@@ -12,6 +12,7 @@
 #   FASTFILE_MATRIX      space-separated names to run instead of all
 #                        ("system" is the perl that runs this script)
 #   FASTFILE_MATRIX_KEEP=1  keep the build directories
+#   HARNESS_OPTIONS      jN: test files run N at a time (default: one per CPU, at most 8)
 # Exit status: 0 when every perl built and passed, else 1.
 use strict;
 use warnings;
@@ -46,7 +47,7 @@ if (my $only = $ENV{FASTFILE_MATRIX}) {
 my $runner = <<'RUN';
 use strict;
 use TAP::Harness;
-my $h = TAP::Harness->new({ lib => [ 'blib/lib', 'blib/arch' ], verbosity => -1 });
+my $h = TAP::Harness->new({ lib => [ 'blib/lib', 'blib/arch' ], verbosity => -1, jobs => $ARGV[0] || 1 });
 my $agg = $h->runtests(sort glob 't/*.t');
 my @skipped_files = grep { my ($p) = $agg->parsers($_); $p->skip_all } $agg->descriptions;
 for my $f (@skipped_files) {
@@ -57,6 +58,14 @@ printf "counts: files=%d tests=%d passed=%d failed=%d skipped=%d skipped_files=%
     scalar($agg->descriptions), $agg->total, scalar($agg->passed), scalar($agg->failed),
     scalar($agg->skipped), scalar(@skipped_files), scalar($agg->parse_errors), $agg->get_status;
 RUN
+
+# test files run side by side as `make test` runs them: HARNESS_OPTIONS' jN,
+# else one job per CPU, at most 8 (Makefile.PL's TEST_JOBS)
+my ($jobs) = ($ENV{HARNESS_OPTIONS} // '') =~ /\bj(\d+)/;
+if (!defined $jobs) {
+    my $cpus = do { open my $fh, '<', '/proc/cpuinfo' or die "/proc/cpuinfo: $!\n"; grep { /^processor\s*:/ } <$fh> } || 1;
+    $jobs = defined $ENV{HARNESS_OPTIONS} ? 1 : $cpus > 8 ? 8 : $cpus;
+}
 
 my $failures = 0;
 my %total = (passed => 0, failed => 0, skipped => 0);
@@ -103,7 +112,7 @@ sub run_one {
         open my $rh, '>', "$dir/matrix-run.pl" or die "matrix-run.pl: $!\n";
         print {$rh} $runner;
         close $rh or die "matrix-run.pl: $!\n";
-        system("cd '$dir' && '$perl' matrix-run.pl >>'$log' 2>&1");
+        system("cd '$dir' && '$perl' matrix-run.pl $jobs >>'$log' 2>&1");
         open my $lh, '<', $log or die "$log: $!\n";
         my @out = <$lh>;
         ($counts) = grep { /^counts: / } @out;
