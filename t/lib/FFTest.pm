@@ -380,28 +380,30 @@ sub _strace_job {
     };
     my @inject = map { $subst->($_) } @{ $o{inject} || [] };
     die "strace_call: attach injects chdir itself\n" if $attach && grep { /^chdir:/ } @inject;
-    my @cmd = ('strace', '-f', '-qq', '-o', $log);
+    my @filter;    # what strace traces and injects
     if ($o{trace}) {
         my @trace = ref $o{trace} ? @{ $o{trace} } : map { /^(\w+)/ } @inject;
-        push @cmd, '-e', 'trace=' . join(',', @trace, 'chdir');
+        push @filter, '-e', 'trace=' . join(',', @trace, 'chdir');
         # strace 6.1 does not deliver an injected signal= under --seccomp-bpf;
         # strace -p cannot install the filter
-        push @cmd, '--seccomp-bpf' unless $attach || grep { /:signal=/ } @inject;
+        push @filter, '--seccomp-bpf' unless $attach || grep { /:signal=/ } @inject;
     }
-    # attach: the first chdir strace sees (to the ready marker) succeeds
-    push @cmd, map { ('-e', "inject=$_") } @inject, $attach ? 'chdir:retval=0:when=1' : ();
-    push @cmd, map { ('-P', $_) } (map { $subst->($_) } @{ $o{paths} }), $attach ? $m_ready : (), $m_begin, $m_end
-        if $o{paths} && @{ $o{paths} };
-    push @cmd, @{ $o{strace} || [] };
+    # attach: the first chdir strace sees in each process (to the ready
+    # marker) succeeds
+    push @filter, map { ('-e', "inject=$_") } @inject, $attach ? 'chdir:retval=0:when=1' : ();
+    push @filter, @{ $o{strace} || [] };
+    my $paths = $o{paths} && @{ $o{paths} }
+        ? [ (map { $subst->($_) } @{ $o{paths} }), $attach ? $m_ready : (), $m_begin, $m_end ] : undef;
+    my @cmd = ('strace', '-f', '-qq', '-o', $log, @filter, map { ('-P', $_) } @{ $paths || [] });
 
     my %env = (LC_ALL => 'C', %{ $o{env} || {} });
     my $job = { code => $code, o => \%o, attach => $attach, timeout => $timeout, deadline => time + $timeout,
                 ctl => $ctl, ctl_guard => FFTest::RemoveTree->new($ctl), markers => \@markers,
-                log => $log, cmd => \@cmd, env => \%env };
-    $job->{request} = _dump({ code => $code, setup => $o{setup}, args => $o{args} || [], env => \%env,
-                              target => $o{target}, data => $o{data}, opts => $o{opts}, pid => $pid,
-                              ctl => $ctl, markers => \@markers, strace => \@cmd })
-        if $attach;
+                log => $log, cmd => \@cmd, env => \%env, filter => \@filter, paths => $paths };
+    $job->{case} = { code => $code, setup => $o{setup}, args => $o{args} || [], env => \%env,
+                     target => $o{target}, data => $o{data}, opts => $o{opts}, pid => $pid,
+                     ctl => $ctl, markers => \@markers };
+    $job->{request} = _dump({ cases => [ $job->{case} ], ready => $m_ready, strace => \@cmd }) if $attach;
     return $job;
 }
 
@@ -466,9 +468,16 @@ sub _strace_result {
     my %o = %{ $job->{o} };
     my ($m_ready, $m_begin, $m_end) = @{ $job->{markers} };
     my ($status) = ($reply // '') =~ /^done (-?\d+)/;
+    my $log = slurp($job->{session_log} // $job->{log}) // '';
+    if ($job->{session_log}) {
+        # the session's lines of the process that ran this case
+        my ($cpid) = $log =~ /^(\d+) +chdir\("\Q$m_begin\E"/m;
+        $log = defined $cpid ? join('', $log =~ /^(\Q$cpid\E .*\n)/mg) : '';
+        spew($job->{log}, $log);
+    }
     my %r = (status => $status, calls => [], warnings => [],
              ok => 0, errno => -1, err => 'no result from the child',
-             log => slurp($job->{log}) // '', stdout => slurp("$job->{ctl}/stdout") // '',
+             log => $log, stdout => slurp("$job->{ctl}/stdout") // '',
              stderr => slurp("$job->{ctl}/stderr") // '');
     if ($r{stdout} =~ s/\n?FFTEST-RESULT (.*)\n\z//) {
         my $uh = sub { $_[0] eq '-' ? undef : pack('H*', substr($_[0], 1)) };
@@ -646,50 +655,85 @@ sub _no_result {
     return { ok => 0, err => $why, errno => -1, warnings => [], log => '', injected => 0, calls => [] };
 }
 
-# strace_calls when every spec has attach => 1: $jobs workers of attach
-# (no fork of this process), each given the next spec when it answers.
+# Cases one strace session runs at most (each in a process of its own)
+my $SESSION_CASES = $ENV{SS_SC} || 16;
+
+# strace_calls when every spec has attach => 1: the specs with the same
+# strace filter (trace, inject, strace options) share a session, which
+# traces the union of their paths (-P); $jobs workers of attach (no fork of
+# this process) are each given the next session when they answer.
 sub _strace_calls_attach {
     my ($specs, $jobs) = @_;
-    my (@res, %busy);    # worker number => [spec number, job]
-    my $next = 0;
-    while ($next < @$specs || %busy) {
-        for my $i (grep { !$busy{$_} } 0 .. $jobs - 1) {
-            last if $next >= @$specs;
-            my %s = %{ $specs->[$next] };
-            my $job = eval { _strace_job(delete $s{code}, %s) };
-            if (!$job) { $res[$next++] = _no_result("strace_call died: $@"); redo }
-            if (!$job->{attach}) {    # attach refused meanwhile: a child perl
-                my $r = eval { _strace_exec($job) };
-                $res[$next++] = $r || _no_result("strace_call died: $@");
-                redo;
-            }
-            _tracee_send(_tracee($i), $job);
-            $busy{$i} = [ $next++, $job ];
+    my (@res, @sessions, %open);
+    for my $k (0 .. $#$specs) {
+        my %s = %{ $specs->[$k] };
+        my $job = eval { _strace_job(delete $s{code}, %s) };
+        if (!$job) { $res[$k] = _no_result("strace_call died: $@"); next }
+        if (!$job->{attach}) {    # attach refused: a child perl
+            $res[$k] = eval { _strace_exec($job) } || _no_result("strace_call died: $@");
+            next;
         }
-        last unless %busy;
+        my $key = join "\0", @{ $job->{filter} }, $job->{paths} ? '-P' : '';
+        my $session = $open{$key};
+        if (!$session || @{ $session->{jobs} } >= $SESSION_CASES) {
+            push @sessions, $session = $open{$key} = { jobs => [], specs => [] };
+        }
+        push @{ $session->{jobs} }, $job;
+        push @{ $session->{specs} }, $k;
+    }
+    _session_request($_) for @sessions;
+    my %busy;    # worker number => session
+    while (@sessions || %busy) {
+        for my $i (grep { !$busy{$_} } 0 .. $jobs - 1) {
+            last unless @sessions;
+            my $session = shift @sessions;
+            _tracee_send(_tracee($i), $session);
+            $busy{$i} = $session;
+        }
         my $rin = '';
         vec($rin, fileno _tracee($_)->{out}, 1) = 1 for keys %busy;
-        my ($first) = sort { $a <=> $b } map { $_->[1]{deadline} } values %busy;
+        my ($first) = sort { $a <=> $b } map { $_->{deadline} } values %busy;
         my $n = select(my $rout = $rin, undef, undef, List::Util::max(0, $first - time) + 0.01);
         for my $i (sort keys %busy) {
-            my ($k, $job) = @{ $busy{$i} };
+            my $session = $busy{$i};
             my $w = $TRACEE{$$}[$i];
             my $ready = $n > 0 && vec($rout, fileno $w->{out}, 1);
-            next unless $ready || time >= $job->{deadline};
+            next unless $ready || time >= $session->{deadline};
             delete $busy{$i};
             my $reply = _tracee_reply($w, $ready ? time + 60 : 0);
+            my @k = @{ $session->{specs} };
             if (_attach_refused($reply)) {
-                my %s = %{ $specs->[$k] };
-                my $r = eval { strace_call(delete $s{code}, %s) };
-                $res[$k] = $r || _no_result("strace_call died: $@");
-            } elsif (!defined $reply && time >= $job->{deadline}) {
-                $res[$k] = _no_result("strace_call died: traced child did not finish in $job->{timeout}s\n");
+                for my $k (@k) {
+                    my %s = %{ $specs->[$k] };
+                    $res[$k] = eval { strace_call(delete $s{code}, %s) } || _no_result("strace_call died: $@");
+                }
+            } elsif (!defined $reply && time >= $session->{deadline}) {
+                $res[$_] = _no_result("strace_call died: traced child did not finish in $session->{timeout}s\n") for @k;
             } else {
-                $res[$k] = _strace_result($job, $reply);
+                @res[@k] = map { _strace_result($_, $reply) } @{ $session->{jobs} };
             }
         }
     }
     return \@res;
+}
+
+# A session's request, strace command and deadline; one job alone is run
+# as strace_call runs it.
+sub _session_request {
+    my ($session) = @_;
+    my @jobs = @{ $session->{jobs} };
+    $session->{timeout} = List::Util::sum(map { $_->{timeout} } @jobs);
+    $session->{deadline} = time + $session->{timeout};
+    if (@jobs == 1) {
+        $session->{request} = $jobs[0]{request};
+        return;
+    }
+    my $log = "$jobs[0]{ctl}/session.log";
+    $_->{session_log} = $log for @jobs;
+    my @paths = $jobs[0]{paths} ? map { @{ $_->{paths} } } @jobs : ();
+    my @cmd = ('strace', '-f', '-qq', '-o', $log, @{ $jobs[0]{filter} }, map { ('-P', $_) } @paths);
+    $session->{request} = _dump({ cases => [ map { $_->{case} } @jobs ], ready => $jobs[0]{markers}[0],
+                                  strace => \@cmd });
 }
 
 # How FastFile's tempfile made the file behind $fh, from /proc/self/fd:

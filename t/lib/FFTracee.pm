@@ -32,21 +32,20 @@ use POSIX ();
 use FastFile ();
 use FastFile::Writer ();
 
+our @SPEC;    # the case being compiled: its $T, $D, $O
+
 sub serve {
     open my $reply, '>&=', 3 or die "fd 3: $!\n";
     $reply->autoflush(1);
     _allow_child_tracer();
     my ($real_pid, %env) = ($$, %ENV);
-    my $case = 0;
+    my $n = 0;
     # sysread: a readline would name STDIN in the snippets' die messages
     while (1) {
         my ($len, $text);
         _read(12, $len) && _read($len, $text) or last;
         my $req = eval $text or last;
-        $case++;
-        open STDOUT, '>', "$req->{ctl}/stdout" or last;
-        open STDERR, '>', "$req->{ctl}/stderr" or last;
-        print {$reply} run($req, $case, $real_pid, \%env), "\n";
+        print {$reply} session($req, \$n, $real_pid, \%env), "\n";
     }
     POSIX::_exit(0);
 }
@@ -62,38 +61,43 @@ sub _read {
     return 1;
 }
 
-# One snippet; the reply line.
-sub run {
-    my ($req, $case, $real_pid, $env) = @_;
-    %ENV = (%$env, %{ $req->{env} });
-    POSIX::setlocale(POSIX::LC_ALL(), '');
-    $SIG{$_} = 'DEFAULT' for grep { defined $SIG{$_} && $SIG{$_} ne 'IGNORE' } keys %SIG;
-    my @warnings;
-    local $SIG{__WARN__} = sub { push @warnings, $_[0] };
-    @ARGV = @{ $req->{args} };
-    our @SPEC = @{$req}{qw(target data opts)};
-    my ($m_ready, $m_begin, $m_end) = @{ $req->{markers} };
-    my $snippet = compile(join "\n",
-        "package FFTracee::Case$case; use strict; use warnings; no warnings 'void';",
-        'use FastFile qw(:all); use FastFile::Writer;',
-        'our ($T, $D, $O) = @FFTracee::SPEC;',
-        (defined $req->{setup} ? "$req->{setup};" : ''),
-        "sub {\n#line 1 traced\n$req->{code}\n}");
-    if (!$snippet) {
-        print STDERR $@;
-        return 'done -';
+# One strace -p for the request's cases; the reply line. Before strace
+# attaches: each case compiled, its output files opened (the worker opens
+# nothing while traced: an injection without -P would hit it). One case
+# runs in the worker; several run each in a child of their own, which
+# strace -f follows: each process has its own injection counts (when=), so
+# each case is counted from its start, as alone.
+sub session {
+    my ($req, $n, $real_pid, $env) = @_;
+    my @cases = @{ $req->{cases} };
+    for my $c (@cases) {
+        $$n++;
+        open $c->{stdout}, '>', "$c->{ctl}/stdout" or die "$c->{ctl}/stdout: $!\n";
+        open $c->{stderr}, '>', "$c->{ctl}/stderr" or die "$c->{ctl}/stderr: $!\n";
+        $c->{warnings} = [];
+        default_signals();
+        local $SIG{__WARN__} = sub { push @{ $c->{warnings} }, $_[0] };
+        local @FFTracee::SPEC = @{$c}{qw(target data opts)};
+        $c->{snippet} = compile(join "\n",
+            "package FFTracee::Case$$n; use strict; use warnings; no warnings 'void';",
+            'use FastFile qw(:all); use FastFile::Writer;',
+            'our ($T, $D, $O) = @FFTracee::SPEC;',
+            (defined $c->{setup} ? "$c->{setup};" : ''),
+            "sub {\n#line 1 traced\n$c->{code}\n}");
+        $c->{error} = $@;
+        # the handlers its setup installed, for its run
+        $c->{signals} = { map { $_ => $SIG{$_} } grep { defined $SIG{$_} && $SIG{$_} ne 'DEFAULT' } keys %SIG };
     }
-
     my $spid = fork // die "fork: $!\n";
     if (!$spid) {
         POSIX::close(3);
         open STDIN, '<', '/dev/null';
         open STDOUT, '>', '/dev/null';
-        open STDERR, '>', "$req->{ctl}/strace.err";
+        open STDERR, '>', "$cases[0]{ctl}/strace.err";
         exec { $req->{strace}[0] } @{ $req->{strace} }, '-p', $real_pid or POSIX::_exit(127);
     }
     my $give_up = time + 30;
-    until (chdir $m_ready) {
+    until (chdir $req->{ready}) {
         if (waitpid($spid, POSIX::WNOHANG()) == $spid || time > $give_up) {
             my $status = $?;
             kill 'KILL', $spid;
@@ -102,17 +106,65 @@ sub run {
         }
         select undef, undef, undef, 0.001;
     }
-    $$ = $req->{pid} if $req->{pid};
+    my @pids;
+    for my $c (@cases) {
+        prepare($c, $env);
+        if (@cases == 1) {
+            run($c);
+            push @pids, $real_pid;
+        } else {
+            my $pid = fork // die "fork: $!\n";
+            if (!$pid) {
+                chdir $c->{markers}[0];    # its first chdir: strace answers it
+                run($c);
+                POSIX::_exit(0);
+            }
+            waitpid $pid, 0;
+            push @pids, $pid;
+        }
+        $$ = $real_pid;
+        alarm 0;
+    }
+    kill 'TERM', $spid;
+    waitpid $spid, 0;
+    return "done $? @pids";
+}
+
+# The process as a perl started for case $c: its output files, %ENV and
+# locale, @ARGV, the signal handlers its setup installed.
+sub prepare {
+    my ($c, $env) = @_;
+    POSIX::dup2(fileno $c->{stdout}, 1);
+    POSIX::dup2(fileno $c->{stderr}, 2);
+    %ENV = (%$env, %{ $c->{env} });
+    POSIX::setlocale(POSIX::LC_ALL(), '');
+    default_signals();
+    $SIG{$_} = $c->{signals}{$_} for keys %{ $c->{signals} };
+    @ARGV = @{ $c->{args} };
+}
+
+# Perl's handlers as at the start (those ignored stay ignored, as across exec).
+sub default_signals {
+    $SIG{$_} = 'DEFAULT' for grep { defined $SIG{$_} && $SIG{$_} !~ /\A(?:IGNORE|DEFAULT)\z/ } keys %SIG;
+}
+
+# Case $c between its markers, then its result line.
+sub run {
+    my ($c) = @_;
+    my (undef, $m_begin, $m_end) = @{ $c->{markers} };
+    if (!$c->{snippet}) {
+        print STDERR $c->{error};
+        STDERR->flush;
+        return;
+    }
+    my @warnings = @{ $c->{warnings} };
+    local $SIG{__WARN__} = sub { push @warnings, $_[0] };
+    $$ = $c->{pid} if $c->{pid};
     chdir $m_begin;
-    my @r = do { local ($\, $,, $_); local $/ = "\n"; eval { $snippet->() } };
+    my @r = do { local ($\, $,, $_); local $/ = "\n"; eval { $c->{snippet}->() } };
     my ($errno, $err) = ($! + 0, $@);
     chdir $m_end;
     result($err, $errno, \@r, \@warnings);
-    $$ = $real_pid;
-    alarm 0;
-    kill 'TERM', $spid;
-    waitpid $spid, 0;
-    return "done $?";
 }
 
 # The result line on stdout, as strace_call's child perl prints it.
