@@ -10,7 +10,8 @@ package FFTest;
 # expects, no_warnings($what) asserts that none came since the last check.
 #
 # strace_call runs a snippet of perl in a child perl under strace (fault
-# injection with -e inject=..., strace limited to paths with -P). The snippet
+# injection with -e inject=..., strace limited to paths with -P), or with
+# attach => 1 in a long-lived perl strace -p attaches to (t/lib/FFTracee.pm). The snippet
 # runs between two marker syscalls (chdir to paths that do not exist, which
 # perl never makes on its own), and the records between them are returned.
 # Where a fault must hit the temp file, the child forges $$ (perlvar: it may
@@ -332,6 +333,16 @@ my %TRACEE;            # attach's workers, by the pid of the process that starte
 #   env     => {...}    extra environment for the child (LC_ALL=C always)
 #   log     => $file    strace's log (default: a temp file)
 #   timeout => seconds  (default 60)
+#   attach  => 1        run the snippet in a long-lived perl of this process
+#                       (t/lib/FFTracee.pm) that strace -p attaches to, not
+#                       in a child perl started under strace: no perl start
+#                       and module loading per call (~30 ms of CPU each).
+#                       Tracing and the when= counts start at the ready
+#                       marker, the snippet runs as in a perl of its own
+#                       (see FFTracee.pm). Not with ulimit_f/ulimit_n (a
+#                       child perl then); where strace cannot attach (yama),
+#                       a child perl from then on. The log holds no line of
+#                       perl's start: nothing before the begin marker.
 # Returns a hash: ok (the snippet did not die), err ($@), errno ($! right
 # after it, numeric), ret (its value, first in list context), warnings (in
 # the child), traced (markers seen), calls (records between the markers),
@@ -612,7 +623,8 @@ sub _parse_line {
 }
 
 # strace_call for each spec (a hash: code => ..., and strace_call's options),
-# up to $o{jobs} at a time (strace costs mostly context switches, so this
+# up to $o{jobs} at a time (when every spec has attach => 1: see
+# _strace_calls_attach) (strace costs mostly context switches, so this
 # scales with the CPUs). Results come back in order. Nothing else may be a
 # child of the caller meanwhile.
 sub strace_calls {
@@ -656,7 +668,7 @@ sub _no_result {
 }
 
 # Cases one strace session runs at most (each in a process of its own)
-my $SESSION_CASES = $ENV{SS_SC} || 16;
+my $SESSION_CASES = 16;
 
 # strace_calls when every spec has attach => 1: the specs with the same
 # strace filter (trace, inject, strace options) share a session, which

@@ -63,10 +63,12 @@ sub _read {
 
 # One strace -p for the request's cases; the reply line. Before strace
 # attaches: each case compiled, its output files opened (the worker opens
-# nothing while traced: an injection without -P would hit it). One case
-# runs in the worker; several run each in a child of their own, which
-# strace -f follows: each process has its own injection counts (when=), so
-# each case is counted from its start, as alone.
+# nothing while traced: an injection without -P would hit it). Each case
+# but the last runs in a child of its own, which strace -f follows: each
+# process has its own injection counts (when=), so each case is counted
+# from its start, as alone; the last runs in the worker, whose counts start
+# at the ready marker (nothing it does meanwhile is a syscall a test
+# injects: fork, wait4, dup2, rt_sigaction).
 sub session {
     my ($req, $n, $real_pid, $env) = @_;
     my @cases = @{ $req->{cases} };
@@ -109,7 +111,7 @@ sub session {
     my @pids;
     for my $c (@cases) {
         prepare($c, $env);
-        if (@cases == 1) {
+        if ($c == $cases[-1]) {    # the last in the worker itself: a fork less
             run($c);
             push @pids, $real_pid;
         } else {
