@@ -532,6 +532,7 @@ sub _tracee {
         POSIX::dup2(fileno $rep_w, 3) // POSIX::_exit(127);
         open STDOUT, '>', '/dev/null';
         open STDERR, '>', '/dev/null';
+        POSIX::setpgid(0, 0);    # its strace and cases: ended with it
         $ENV{LC_ALL} = 'C';
         exec { $perl[0] } @perl or POSIX::_exit(127);
     }
@@ -569,7 +570,7 @@ sub _tracee_reply {
 sub _tracee_end {
     my ($w, $how) = @_;
     return unless $w && $w->{pid};
-    kill 'KILL', $w->{pid} unless $how;
+    kill 'KILL', -$w->{pid} unless $how;    # a case stuck (a timeout), its strace
     close $w->{in};    # what ends an idle one
     waitpid $w->{pid}, 0;
     close $w->{out};
