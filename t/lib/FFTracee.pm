@@ -96,6 +96,7 @@ sub session {
         open STDIN, '<', '/dev/null';
         open STDOUT, '>', '/dev/null';
         open STDERR, '>', "$cases[0]{ctl}/strace.err";
+        delete $ENV{LD_PRELOAD};    # a sanitizer runtime is the perl's, not strace's
         exec { $req->{strace}[0] } @{ $req->{strace} }, '-p', $real_pid or POSIX::_exit(127);
     }
     my $give_up = time + 30;
