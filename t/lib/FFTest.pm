@@ -481,9 +481,11 @@ sub _strace_result {
     my ($status) = ($reply // '') =~ /^done (-?\d+)/;
     my $log = slurp($job->{session_log} // $job->{log}) // '';
     if ($job->{session_log}) {
-        # the session's lines of the process that ran this case
+        # the session's lines of the process that ran this case, from its
+        # begin marker (before: the worker's running of the session)
         my ($cpid) = $log =~ /^(\d+) +chdir\("\Q$m_begin\E"/m;
         $log = defined $cpid ? join('', $log =~ /^(\Q$cpid\E .*\n)/mg) : '';
+        $log =~ s/\A.*?(?=^\d+ +chdir\("\Q$m_begin\E")//ms;
         spew($job->{log}, $log);
     }
     my %r = (status => $status, calls => [], warnings => [],
