@@ -31,12 +31,12 @@ sub cut { my ($e) = @_; $e //= ''; $e =~ s/ at \S+ line \d+\.\n\z/ at LOCATION/;
 # the child's open fds after the code (a leak shows as one more)
 my $FDS = 'do { opendir my $__d, "/proc/self/fd"; my $__n = () = readdir $__d; closedir $__d; $__n }';
 
-# the same code with FastFile and with the model, under the same faults:
-# [ FastFile's result, the model's ]
+# the same code with FastFile and with the model, under the same faults
+# (one strace session): [ FastFile's result, the model's ]
 sub both {
     my ($code, %o) = @_;
     my $setup = join '; ', 'use Reference (); require IO::File', $o{setup} // ();
-    return map { strace_call($_, attach => 1, %o, setup => $setup) } both_code($code);
+    return @{ strace_calls([ map { { attach => 1, %o, setup => $setup, code => $_ } } both_code($code) ]) };
 }
 
 # the code, and the same calling the model
