@@ -379,7 +379,7 @@ sub prepare_fsc {
         code => $v->{code}, target => $target, data => $data,
         paths => \@paths,
         inject => [ @{ $v->{base_inject} || [] }, @{ $c->{inject} } ],
-        pid => $PID, trace => 'injected', log => "$dir.strace",
+        pid => $PID, trace => 'injected', log => "$dir.strace", attach => 1,
     };
     return ($spec, { v => $v, new => $new, old => $old, tdir => $tdir, real => $real,
                      target => $target, tmp => $tmp });
@@ -434,7 +434,8 @@ sub prepare_reader {
     spew($target, $CONTENT);
     my $code = $c->{kind} eq 'get' ? 'file_get_contents($T)' : 'file_read_firstline($T)';
     return ({ code => $code, target => $target, paths => [$target],
-              inject => $c->{inject}, pid => $PID, trace => 'injected', log => "$dir.strace" },
+              inject => $c->{inject}, pid => $PID, trace => 'injected', log => "$dir.strace",
+              attach => 1 },
             { dir => $dir, target => $target });
 }
 
@@ -486,7 +487,7 @@ SKIP: {
         my $target = "$dir/file";
         spew($target, $OLD);
         spew("$target.tmp.$PID", "someone else's\n", 0600);
-        my $r = strace_call($code, target => $target, data => $NEW, pid => $PID, trace => 'injected',
+        my $r = strace_call($code, target => $target, data => $NEW, pid => $PID, trace => 'injected', attach => 1,
                            paths => [ map { $target } @$scope ], inject => [$inject],
                            strace => ['-y'], log => "$dir.strace");
         my $errno = E($ename);

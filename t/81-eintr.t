@@ -29,10 +29,11 @@ BEGIN { $ENV{LC_ALL} = 'C'; delete $ENV{LANGUAGE} }
 
 use Test::More;
 use lib 't/lib';
-use FFTest qw(strace_why strace_call calls_named temps_in slurp spew errno_text tempdir);
+use FFTest qw(strace_why strace_call calls_named temps_in slurp spew errno_text tempdir exit_child);
 use FastFile qw(:all);
 use FastFile::Writer;
 use Errno ();
+use File::Path ();
 use Time::HiRes ();
 
 my $why = strace_why();
@@ -68,7 +69,7 @@ for my $c (@forever) {
     # the temp's path only: perl's own output is not interrupted; the
     # timeout is the watchdog (the old code spun until killed)
     my $r = eval {
-        strace_call($code, target => $t, pid => $FFTest::PID, paths => [ '%TMP%', $t ],
+        strace_call($code, target => $t, pid => $FFTest::PID, attach => 1, paths => [ '%TMP%', $t ],
                     inject => ["$call:error=EINTR"], trace => [$call], timeout => 20)
     } || { ok => 1, err => $@, injected => -1 };
     my $took = Time::HiRes::time() - $t0;
@@ -86,7 +87,7 @@ for my $c (@forever) {
     my $t = "$dir/signalled";
     spew($t, "old\n");
     my $code = 'my $n = 0; local $SIG{ALRM} = sub { $n++ }; file_set_contents($T, "new\n"); $n';
-    my $r = strace_call($code, target => $t, pid => $FFTest::PID, paths => ['%TMP%'],
+    my $r = strace_call($code, target => $t, pid => $FFTest::PID, attach => 1, paths => ['%TMP%'],
                         inject => ['write:error=EINTR:signal=SIGALRM:when=1..150'], timeout => 60);
     ok($r->{ok}, '150 EINTRs, each with a signal: the call succeeds') or diag($r->{err});
     is($r->{ret}, 150, '... the handler ran 150 times');
@@ -127,7 +128,7 @@ for my $c (@forever) {
         mkdir $d or die "mkdir $d: $!";
         my $t = "$d/link";          # a symlink to "real" (followed, or replaced)
         my $fresh = sub {
-            system('rm', '-rf', glob("$d/*")) == 0 or die "rm: $?";
+            File::Path::remove_tree(glob("$d/*"));    # (no rm process: a fork each)
             spew("$d/real", "old\n", 0640);
             symlink 'real', $t or die "symlink: $!";
         };
@@ -140,7 +141,7 @@ for my $c (@forever) {
             return join '|', $err, slurp("$d/real") // '-', slurp($t) // '-', -l $t ? 'link' : 'file';
         };
         $fresh->();
-        my $clean = strace_call($code, target => $t, pid => $FFTest::PID, paths => \@paths, inject => \@fault);
+        my $clean = strace_call($code, target => $t, pid => $FFTest::PID, attach => 1, paths => \@paths, inject => \@fault);
         my $want = $outcome->($clean);
         my %seen;
         my @names = sort grep { !$seen{$_}++ && $_ !~ /\A(?:close|write|writev|chdir)\z/ }
@@ -148,7 +149,7 @@ for my $c (@forever) {
         ok(@names >= 2, "$label: its syscalls found (@names)");
         for my $name (@names) {
             $fresh->();
-            my $r = strace_call($code, target => $t, pid => $FFTest::PID, paths => \@paths,
+            my $r = strace_call($code, target => $t, pid => $FFTest::PID, attach => 1, paths => \@paths,
                                 inject => [ @fault, "$name:error=EINTR:when=1" ]);
             ok($r->{injected} >= 1, "$label, $name: EINTR injected") or next;
             is($outcome->($r), $want, "$label, $name answers EINTR once: as without it")
@@ -239,7 +240,7 @@ for my $kind (sort keys %orphan) {
         $setup->($tmp);
         # the batch opens its temp relative to the directory's fd (open first)
         my ($paths, $when) = $api eq 'batch' ? ([$d], 2) : (['%TMP%'], 1);
-        my $r = strace_call($api{$api}, target => $t, pid => $FFTest::PID, paths => $paths,
+        my $r = strace_call($api{$api}, target => $t, pid => $FFTest::PID, attach => 1, paths => $paths,
                             inject => ["openat:error=EINTR:when=$when"]);
         ok($r->{ok}, "$label: the write succeeds") or diag($r->{err}, $r->{stderr});
         is($r->{injected}, 1, "$label: the first open was interrupted");
@@ -283,11 +284,10 @@ for my $kind (sort keys %orphan) {
         my $pid = fork // die "fork: $!";
         return $pid if $pid;
         my $r = eval {
-            strace_call("file_set_contents(\$T, '$who' x 4096)", target => $t, pid => $FFTest::PID,
+            strace_call("file_set_contents(\$T, '$who' x 4096)", target => $t, pid => $FFTest::PID, attach => 1,
                         paths => ['%TMP%'], inject => \@inject, timeout => 20)
         };
-        File::Temp::cleanup();      # strace_call's own directory: _exit runs no END
-        POSIX::_exit($r && $r->{ok} ? 0 : 1);
+        exit_child($r && $r->{ok} ? 0 : 1);    # (_exit: no END block of the test's)
     };
     require POSIX;
     my $a = $writer->('A', 'write:delay_enter=1500000:when=1');
@@ -327,7 +327,7 @@ SKIP: {
         my $t = $fs->dir . "/$api";
         spew($t, "old\n");
         $fs->control("failn 1 created 4 /$api.tmp.*");
-        my $r = strace_call($api{$api}, target => $t, pid => $FFTest::PID, trace => ['openat']);
+        my $r = strace_call($api{$api}, target => $t, pid => $FFTest::PID, attach => 1, trace => ['openat']);
         ok($r->{ok}, "$label: the write succeeds") or diag($r->{err});
         my @opens = map { ($_->{errno} // 'ok') . ($_->{args} =~ /\.tmp\.\d+"/ ? '' : '(random name)') }
             grep { $_->{args} =~ /\Q$api\E\.tmp\.\d+(?:\.[0-9a-f]{16})?"/ } calls_named($r, 'openat');
@@ -342,7 +342,7 @@ SKIP: {
         my $t = $fs->dir . "/clean-$api";
         spew($t, "old\n");
         $fs->control("fail write 28 /clean-$api.tmp.*\nfailn 1 unlink 4 /clean-$api.tmp.*");
-        my $r = strace_call($api{$api}, target => $t, pid => $FFTest::PID, trace => [qw(unlink unlinkat)]);
+        my $r = strace_call($api{$api}, target => $t, pid => $FFTest::PID, attach => 1, trace => [qw(unlink unlinkat)]);
         ok(!$r->{ok}, "$label: the call fails");
         like($r->{err} // '', qr/ - \Q${\ errno_text(Errno::ENOSPC())}\E\n\z/, "$label: with the write's ENOSPC");
         my @unlinks = map { $_->{errno} // 'ok' } grep { $_->{args} =~ /clean-\Q$api\E\.tmp\./ } @{ $r->{calls} };

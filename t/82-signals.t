@@ -96,7 +96,7 @@ SKIP: {
         push @dirs, $dir;
         push @specs, { code => $c->[1], target => "$dir/file", data => $NEW,
                        paths => ["$dir/file", "$dir/file.tmp.$PID"], inject => $c->[2],
-                       pid => $PID, trace => 'injected', log => "$dir.strace" };
+                       pid => $PID, trace => 'injected', log => "$dir.strace", attach => 1 };
     }
     my $res = strace_calls(\@specs);
     for my $i (0 .. $#cases) {
@@ -166,7 +166,7 @@ SKIP: {
                 # no -P: the batch links and unlinks relative to its directory's fd
                 push @specs, { code => $code, target => "$dir/file", data => $NEW,
                                inject => [ 'renameat2:error=EINVAL', "$call:error=EINTR:signal=ALRM:when=1" ],
-                               log => "$dir.strace" };
+                               log => "$dir.strace", attach => 1 };
             }
         }
     }
@@ -225,7 +225,7 @@ SKIP: {
         push @runs, [ $api, $dir ];
         push @specs, { code => $code, target => "$dir/file", data => $NEW,
                        inject => [ 'renameat2:error=EINVAL', 'linkat:error=EINTR:signal=ALRM:when=1' ],
-                       log => "$dir.strace" };
+                       log => "$dir.strace", attach => 1 };
     }
     my $res = strace_calls(\@specs);
     for my $i (0 .. $#runs) {

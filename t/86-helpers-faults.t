@@ -31,12 +31,12 @@ sub cut { my ($e) = @_; $e //= ''; $e =~ s/ at \S+ line \d+\.\n\z/ at LOCATION/;
 # the child's open fds after the code (a leak shows as one more)
 my $FDS = 'do { opendir my $__d, "/proc/self/fd"; my $__n = () = readdir $__d; closedir $__d; $__n }';
 
-# the same code with FastFile and with the model, under the same faults:
-# [ FastFile's result, the model's ]
+# the same code with FastFile and with the model, under the same faults
+# (one strace session): [ FastFile's result, the model's ]
 sub both {
     my ($code, %o) = @_;
     my $setup = join '; ', 'use Reference (); require IO::File', $o{setup} // ();
-    return map { strace_call($_, %o, setup => $setup) } both_code($code);
+    return @{ strace_calls([ map { { attach => 1, %o, setup => $setup, code => $_ } } both_code($code) ]) };
 }
 
 # the code, and the same calling the model
@@ -53,7 +53,7 @@ SKIP: {
     skip 'the portable build has no O_TMPFILE: always the named file', 10 if $portable;
     # no dir option: a memfd, nothing in any directory
     my $r = strace_call('my $fh = tempfile(0640); print {$fh} "data"; $fh->flush; seek $fh, 0, 0; '
-                        . 'die "read\n" if <$fh> ne "data"; FFTest::tempfile_kind($fh)',
+                        . 'die "read\n" if <$fh> ne "data"; FFTest::tempfile_kind($fh)', attach => 1,
                         paths => [$default_dir], inject => ['openat:error=EOPNOTSUPP:when=1'],
                         setup => 'require IO::File; use FFTest ()');
     ok($r->{ok}, 'EOPNOTSUPP, no dir: returns a handle that works') or diag($r->{err}, $r->{stderr});
@@ -64,10 +64,10 @@ SKIP: {
     # file in /tmp. -P would hide memfd_create (no path): the open of the
     # directory is found by its place among the opens of a first run
     my $code = 'my $fh = tempfile(); FFTest::tempfile_kind($fh)';
-    $r = strace_call($code, trace => ['openat'], setup => 'require IO::File; use FFTest ()');
+    $r = strace_call($code, attach => 1, trace => ['openat'], setup => 'require IO::File; use FFTest ()');
     my @opens = grep { /openat\(/ } split /\n/, $r->{log};
     my ($k) = grep { $opens[$_ - 1] =~ /"\Q$default_dir\E", [^)]*O_TMPFILE/ } 1 .. @opens;
-    $r = strace_call($code, trace => [qw(openat memfd_create)], setup => 'require IO::File; use FFTest ()',
+    $r = strace_call($code, attach => 1, trace => [qw(openat memfd_create)], setup => 'require IO::File; use FFTest ()',
                      inject => ['memfd_create:error=ENOSYS', "openat:error=EOPNOTSUPP:when=$k"]);
     ok($r->{ok}, 'EOPNOTSUPP, memfd ENOSYS: returns') or diag($r->{err}, $r->{stderr});
     is($r->{ret}, 'named', 'EOPNOTSUPP, memfd ENOSYS: the named file') or diag(show($r));
@@ -76,7 +76,7 @@ SKIP: {
     is(join(',', grep { /\A\.tmpfile\./ } entries('/tmp')), '', 'EOPNOTSUPP, memfd ENOSYS: nothing left in /tmp');
 
     # a dir option: the named file there, unlinked at once
-    $r = strace_call('my $fh = tempfile(undef, dir => $T); FFTest::tempfile_kind($fh)',
+    $r = strace_call('my $fh = tempfile(undef, dir => $T); FFTest::tempfile_kind($fh)', attach => 1,
                      target => $dir, paths => [$dir], inject => ['openat:error=EOPNOTSUPP:when=1'],
                      setup => 'require IO::File; use FFTest ()');
     ok($r->{ok}, 'EOPNOTSUPP, dir: returns') or diag($r->{err}, $r->{stderr});
@@ -103,7 +103,7 @@ for my $e ($portable ? () : qw(EACCES ENOSPC EMFILE)) {    # (portable: the name
                   [ '64 KiB', 65536, 'write' ]) {
         for my $e (full_testing() ? qw(ENOSPC EIO EFBIG) : $case->[1] == 8192 ? qw(ENOSPC EIO) : 'ENOSPC') {
             push @cases, [ @$case, $e ];
-            push @specs, map { { code => $_, target => $dir, trace => ['write'], inject => ["write:error=$e:when=1"],
+            push @specs, map { { code => $_, target => $dir, attach => 1, trace => ['write'], inject => ["write:error=$e:when=1"],
                                  setup => "use Reference (); require IO::File; my \$data = 'w' x $case->[1]" } }
                 both_code("my \$n = $FDS; my \@r = eval { tempfile_contents(\$data, undef, dir => \$T) }; "
                           . "die \$@ . ' fds ' . ($FDS - \$n) . \"\\n\" if \$@; 1");
@@ -123,7 +123,7 @@ is(join(',', entries($dir)), '', 'write failures: nothing left in the directory'
 # a short write (strace's retval= skips the call: 100 bytes said, none
 # written): the rest is written from where it said it stopped
 {
-    my $r = strace_call('my ($p, $fh) = tempfile_contents($data, undef, dir => $T); -s $p',
+    my $r = strace_call('my ($p, $fh) = tempfile_contents($data, undef, dir => $T); -s $p', attach => 1,
                         target => $dir, trace => ['write'], inject => ['write:retval=100:when=1'],
                         setup => 'require IO::File; my $data = "s" x 65536');
     ok($r->{ok}, 'short write: succeeded') or diag($r->{err});
@@ -135,17 +135,17 @@ is(join(',', entries($dir)), '', 'write failures: nothing left in the directory'
 # its die, the fd closed; one that returns: the write retried, all there
 {
     my $r = strace_call("my \$n = $FDS; local \$SIG{ALRM} = sub { die \"timeout\\n\" }; "
-                        . "my \@r = eval { tempfile_contents(\$data, undef, dir => \$T) }; die \$@ . ' fds ' . ($FDS - \$n) . \"\\n\" if \$@; 1",
+                        . "my \@r = eval { tempfile_contents(\$data, undef, dir => \$T) }; die \$@ . ' fds ' . ($FDS - \$n) . \"\\n\" if \$@; 1", attach => 1,
                         target => $dir, trace => ['write'], inject => ['write:error=EINTR:signal=ALRM:when=1'],
                         setup => 'require IO::File; my $data = "a" x 65536');
     is($r->{err}, "timeout\n fds 0\n", 'write EINTR, SIGALRM handler dies: its die, no fd left');
     $r = strace_call('our $k = 0; local $SIG{ALRM} = sub { $k++ }; my ($p, $fh) = tempfile_contents($data, undef, dir => $T); '
-                     . '(-s $p) . " $k"',
+                     . '(-s $p) . " $k"', attach => 1,
                      target => $dir, trace => ['write'], inject => ['write:error=EINTR:signal=ALRM:when=1'],
                      setup => 'require IO::File; my $data = "a" x 65536');
     is($r->{ret}, '65536 1', 'write EINTR, SIGALRM handler returns: it ran once, the data all written');
     spew("$dir/siglog", "a\nb\n");
-    $r = strace_call('local $SIG{ALRM} = sub { die "timeout\n" }; file_read_last_line($T)',
+    $r = strace_call('local $SIG{ALRM} = sub { die "timeout\n" }; file_read_last_line($T)', attach => 1,
                      target => "$dir/siglog", paths => ["$dir/siglog"], inject => ['pread64:error=EINTR:signal=ALRM:when=1']);
     is($r->{err}, "timeout\n", 'file_read_last_line, pread EINTR, SIGALRM handler dies: its die');
     unlink "$dir/siglog";
@@ -171,7 +171,7 @@ is(join(',', entries($dir)), '', 'signals: nothing left in the directory');
         is($got->{ret}, 'undef', "last line, $label: undef") if $label eq 'open ENOENT';
     }
     # EINTR is retried (the reference would die)
-    my $r = strace_call('file_read_last_line($T)', target => $file, paths => [$file],
+    my $r = strace_call('file_read_last_line($T)', attach => 1, target => $file, paths => [$file],
                         inject => ['pread64:error=EINTR:when=1']);
     is($r->{ret}, 'b', 'last line, pread EINTR: retried');
 }
@@ -190,7 +190,7 @@ is(join(',', entries($dir)), '', 'signals: nothing left in the directory');
          'the reference warns that its unlink (of the handle) failed');
     ok(-e $file, 'the reference leaves the file (its bug: an intended difference)');
     unlink $file;
-    ($got) = strace_call('create_owned_file_fh($T, 1234, 1234)', target => $file, trace => ['fchown'],
+    ($got) = strace_call('create_owned_file_fh($T, 1234, 1234)', attach => 1, target => $file, trace => ['fchown'],
                          inject => ['fchown:error=EPERM'], setup => 'require IO::File; use FFTest ()');
     ok(!-e $file, 'FastFile leaves no file');
 }
@@ -227,14 +227,14 @@ SKIP: {
     my $setup = 'require IO::File; $SIG{ALRM} = sub { die "alarm\n" }';
     # every second openat from the loop's first: the named file's (the first
     # of each pair is O_TMPFILE's, refused by the filesystem itself)
-    my $r = strace_call('1', target => $mnt, trace => ['openat'], setup => $setup);
+    my $r = strace_call('1', attach => 1, target => $mnt, trace => ['openat'], setup => $setup);
     my ($before) = split /nonexistent-fftest-begin/, $r->{log};
     my $named = (() = $before =~ /openat\(/g) + 2;
     my $calls = 3000;
     $r = strace_call('my $rss = sub { open my $s, "<", "/proc/self/statm"; (split " ", <$s>)[1] * 4 }; '
                      . 'my $e; for (1 .. 200) { eval { tempfile(undef, dir => $T) }; $e = $@ } my $kib = $rss->(); '
                      . "for (1 .. $calls) { eval { tempfile(undef, dir => \$T) }; \$e .= \$@ } "
-                     . '($e =~ tr/\n//) . " " . ($rss->() - $kib)',
+                     . '($e =~ tr/\n//) . " " . ($rss->() - $kib)', attach => 1,
                      target => $mnt, trace => ['openat'], setup => $setup, timeout => 120,
                      inject => ["openat:error=EINTR:signal=SIGALRM:when=$named+2"]);
     my ($died, $grew) = split / /, $r->{ret} // '';

@@ -10,7 +10,8 @@ package FFTest;
 # expects, no_warnings($what) asserts that none came since the last check.
 #
 # strace_call runs a snippet of perl in a child perl under strace (fault
-# injection with -e inject=..., strace limited to paths with -P). The snippet
+# injection with -e inject=..., strace limited to paths with -P), or with
+# attach => 1 in a long-lived perl strace -p attaches to (t/lib/FFTracee.pm). The snippet
 # runs between two marker syscalls (chdir to paths that do not exist, which
 # perl never makes on its own), and the records between them are returned.
 # Where a fault must hit the temp file, the child forges $$ (perlvar: it may
@@ -27,6 +28,7 @@ use File::Find ();
 use File::Path ();
 use File::Spec ();
 use File::Temp ();
+use List::Util ();
 use POSIX ();
 
 our @ISA = ('Exporter');
@@ -160,6 +162,7 @@ sub check_error {
 # POSIX::_exit, which runs no END block or destructor of the parent's.
 sub exit_child {
     my ($status) = @_;
+    end_tracees();
     File::Temp::cleanup();
     POSIX::_exit($status);
 }
@@ -304,6 +307,8 @@ sub strace_why {
 }
 
 my $SEQ = 0;
+my $ATTACH_REFUSED;    # strace -p could not attach here: attach runs a child perl
+my %TRACEE;            # attach's workers, by the pid of the process that started them
 
 # strace_call($perl_code, %opts) runs $perl_code (a string) in a child perl
 # (FastFile with :all and FastFile::Writer loaded, warnings collected) between
@@ -328,6 +333,16 @@ my $SEQ = 0;
 #   env     => {...}    extra environment for the child (LC_ALL=C always)
 #   log     => $file    strace's log (default: a temp file)
 #   timeout => seconds  (default 60)
+#   attach  => 1        run the snippet in a long-lived perl of this process
+#                       (t/lib/FFTracee.pm) that strace -p attaches to, not
+#                       in a child perl started under strace: no perl start
+#                       and module loading per call (~30 ms of CPU each).
+#                       Tracing and the when= counts start at the ready
+#                       marker, the snippet runs as in a perl of its own
+#                       (see FFTracee.pm). Not with ulimit_f/ulimit_n (a
+#                       child perl then); where strace cannot attach (yama),
+#                       a child perl from then on. The log holds no line of
+#                       perl's start: nothing before the begin marker.
 # Returns a hash: ok (the snippet did not die), err ($@), errno ($! right
 # after it, numeric), ret (its value, first in list context), warnings (in
 # the child), traced (markers seen), calls (records between the markers),
@@ -338,18 +353,78 @@ my $SEQ = 0;
 # delivered is {name => 'signal', sig => 'SIGALRM', line}.
 sub strace_call {
     my ($code, %o) = @_;
+    my $job = _strace_job($code, %o);
+    return _strace_exec($job) unless $job->{attach};
+    my $w = _tracee(0);
+    _tracee_send($w, $job);
+    my $reply = _tracee_reply($w, $job->{deadline});
+    die "traced child did not finish in $job->{timeout}s\n" if !defined $reply && time >= $job->{deadline};
+    return strace_call($code, %o) if _attach_refused($reply);
+    return _strace_result($job, $reply);
+}
+
+# What strace_call runs: the strace command, the markers, the control
+# directory (removed with the job: not at exit, as a test makes hundreds,
+# and a worker of strace_calls leaves with exit_child, a registered name,
+# freed early, could meanwhile be another worker's: they share rand's
+# state), the request for attach mode.
+sub _strace_job {
+    my ($code, %o) = @_;
     my $timeout = $o{timeout} || 60;
-    # removed on return or die, not at exit: a test makes hundreds, and a
-    # worker of strace_calls leaves with exit_child (a registered name, freed
-    # early, could meanwhile be another worker's: they share rand's state)
+    # a limit needs a shell before the perl: only a perl of its own has it
+    my $attach = $o{attach} && !defined $o{ulimit_f} && !defined $o{ulimit_n} && !$ATTACH_REFUSED;
     my $ctl = File::Temp::tempdir('fftest-XXXXXX', TMPDIR => 1);
-    my $ctl_guard = FFTest::RemoveTree->new($ctl);
     my $n = ++$SEQ;
-    my ($m_begin, $m_end) = map { "/nonexistent-fftest-$_-$$-$n" } qw(begin end);
+    my @markers = map { "/nonexistent-fftest-$_-$$-$n" } qw(ready begin end);
+    my ($m_ready, $m_begin, $m_end) = @markers;
     my $pid = $o{pid};
     my $log = $o{log} || "$ctl/log";
 
-    my $spec = _dump({ target => $o{target}, data => $o{data}, opts => $o{opts}, pid => $pid });
+    my $tmp = defined $o{target} && $pid ? "$o{target}.tmp.$pid" : undef;
+    my $subst = sub {
+        my ($s) = @_;
+        die "strace_call: %PID% or %TMP% without pid (and target)\n"
+            if $s =~ /%PID%/ && !$pid || $s =~ /%TMP%/ && !defined $tmp;
+        $s =~ s/%PID%/$pid/g;
+        $s =~ s/%TMP%/$tmp/g if defined $tmp;
+        return $s;
+    };
+    my @inject = map { $subst->($_) } @{ $o{inject} || [] };
+    die "strace_call: attach injects chdir itself\n" if $attach && grep { /^chdir:/ } @inject;
+    my @filter;    # what strace traces and injects
+    if ($o{trace}) {
+        my @trace = ref $o{trace} ? @{ $o{trace} } : map { /^(\w+)/ } @inject;
+        push @filter, '-e', 'trace=' . join(',', @trace, 'chdir');
+        # strace 6.1 does not deliver an injected signal= under --seccomp-bpf;
+        # strace -p cannot install the filter
+        push @filter, '--seccomp-bpf' unless $attach || grep { /:signal=/ } @inject;
+    }
+    # attach: the first chdir strace sees in each process (to the ready
+    # marker) succeeds
+    push @filter, map { ('-e', "inject=$_") } @inject, $attach ? 'chdir:retval=0:when=1' : ();
+    push @filter, @{ $o{strace} || [] };
+    my $paths = $o{paths} && @{ $o{paths} }
+        ? [ (map { $subst->($_) } @{ $o{paths} }), $attach ? $m_ready : (), $m_begin, $m_end ] : undef;
+    my @cmd = ('strace', '-f', '-qq', '-o', $log, @filter, map { ('-P', $_) } @{ $paths || [] });
+
+    my %env = (LC_ALL => 'C', %{ $o{env} || {} });
+    my $job = { code => $code, o => \%o, attach => $attach, timeout => $timeout, deadline => time + $timeout,
+                ctl => $ctl, ctl_guard => FFTest::RemoveTree->new($ctl), markers => \@markers,
+                log => $log, cmd => \@cmd, env => \%env, filter => \@filter, paths => $paths };
+    $job->{case} = { code => $code, setup => $o{setup}, args => $o{args} || [], env => \%env,
+                     target => $o{target}, data => $o{data}, opts => $o{opts}, pid => $pid,
+                     ctl => $ctl, markers => \@markers };
+    $job->{request} = _dump({ cases => [ $job->{case} ], ready => $m_ready, strace => \@cmd }) if $attach;
+    return $job;
+}
+
+# strace_call with a child perl of its own under strace.
+sub _strace_exec {
+    my ($job) = @_;
+    my ($code, %o) = ($job->{code}, %{ $job->{o} });
+    my (undef, $m_begin, $m_end) = @{ $job->{markers} };
+    my @cmd = @{ $job->{cmd} };
+    my $spec = _dump({ target => $o{target}, data => $o{data}, opts => $o{opts}, pid => $o{pid} });
     my $child = join "\n",
         'use strict; use warnings; no warnings "void";',
         'my $__spec = eval shift @ARGV; die "bad spec: $@" if $@;',
@@ -366,28 +441,6 @@ sub strace_call {
         'print "\nFFTEST-RESULT ", join(" ", $$, $__err eq "" ? 1 : 0, $__errno, $__h->($__r[0]), $__h->($__err),',
         '    map { $__h->($_) } @__warnings), "\n";',
         '';
-
-    my $tmp = defined $o{target} && $pid ? "$o{target}.tmp.$pid" : undef;
-    my $subst = sub {
-        my ($s) = @_;
-        die "strace_call: %PID% or %TMP% without pid (and target)\n"
-            if $s =~ /%PID%/ && !$pid || $s =~ /%TMP%/ && !defined $tmp;
-        $s =~ s/%PID%/$pid/g;
-        $s =~ s/%TMP%/$tmp/g if defined $tmp;
-        return $s;
-    };
-    my @inject = map { $subst->($_) } @{ $o{inject} || [] };
-    my @cmd = ('strace', '-f', '-qq', '-o', $log);
-    if ($o{trace}) {
-        my @trace = ref $o{trace} ? @{ $o{trace} } : map { /^(\w+)/ } @inject;
-        push @cmd, '-e', 'trace=' . join(',', @trace, 'chdir');
-        # strace 6.1 does not deliver an injected signal= under --seccomp-bpf
-        push @cmd, '--seccomp-bpf' unless grep { /:signal=/ } @inject;
-    }
-    push @cmd, map { ('-e', "inject=$_") } @inject;
-    push @cmd, map { ('-P', $_) } (map { $subst->($_) } @{ $o{paths} }), $m_begin, $m_end
-        if $o{paths} && @{ $o{paths} };
-    push @cmd, @{ $o{strace} || [] };
     # a preloaded sanitizer runtime belongs to the perl under test, not to strace
     my $preload = $ENV{LD_PRELOAD};
     push @cmd, '-E', "LD_PRELOAD=$preload" if defined $preload && length $preload;
@@ -398,29 +451,47 @@ sub strace_call {
     my $spid = fork // die "fork: $!\n";
     if (!$spid) {
         delete $ENV{LD_PRELOAD};
-        my %env = (LC_ALL => 'C', %{ $o{env} || {} });
+        my %env = %{ $job->{env} };
         @ENV{ keys %env } = values %env;
         open STDIN, '<', '/dev/null';
-        open STDOUT, '>', "$ctl/stdout";
-        open STDERR, '>', "$ctl/stderr";
+        open STDOUT, '>', "$job->{ctl}/stdout";
+        open STDERR, '>', "$job->{ctl}/stderr";
         exec { $cmd[0] } @cmd or POSIX::_exit(127);
     }
-    my $deadline = time + $timeout;
     my $status;
     while (1) {
         my $w = waitpid $spid, POSIX::WNOHANG();
         if ($w == $spid) { $status = $?; last }
-        if (time > $deadline) {
+        if (time > $job->{deadline}) {
             kill 'KILL', $spid;
             waitpid $spid, 0;
-            die "traced child did not finish in ${timeout}s\n";
+            die "traced child did not finish in $job->{timeout}s\n";
         }
         select undef, undef, undef, 0.005;
     }
+    return _strace_result($job, "done $status");
+}
 
+# The result hash of a job that ended with $reply ("done <status>", or
+# undef: the worker ended).
+sub _strace_result {
+    my ($job, $reply) = @_;
+    my %o = %{ $job->{o} };
+    my ($m_ready, $m_begin, $m_end) = @{ $job->{markers} };
+    my ($status) = ($reply // '') =~ /^done (-?\d+)/;
+    my $log = slurp($job->{session_log} // $job->{log}) // '';
+    if ($job->{session_log}) {
+        # the session's lines of the process that ran this case, from its
+        # begin marker (before: the worker's running of the session)
+        my ($cpid) = $log =~ /^(\d+) +chdir\("\Q$m_begin\E"/m;
+        $log = defined $cpid ? join('', $log =~ /^(\Q$cpid\E .*\n)/mg) : '';
+        $log =~ s/\A.*?(?=^\d+ +chdir\("\Q$m_begin\E")//ms;
+        spew($job->{log}, $log);
+    }
     my %r = (status => $status, calls => [], warnings => [],
              ok => 0, errno => -1, err => 'no result from the child',
-             log => slurp($log) // '', stdout => slurp("$ctl/stdout"), stderr => slurp("$ctl/stderr"));
+             log => $log, stdout => slurp("$job->{ctl}/stdout") // '',
+             stderr => slurp("$job->{ctl}/stderr") // '');
     if ($r{stdout} =~ s/\n?FFTEST-RESULT (.*)\n\z//) {
         my $uh = sub { $_[0] eq '-' ? undef : pack('H*', substr($_[0], 1)) };
         my ($cpid, $ok, $errno, $ret, $err, @w) = split / /, $1;
@@ -428,6 +499,14 @@ sub strace_call {
         $r{tmp} = "$o{target}.tmp.$cpid" if defined $o{target};
     } else {
         $r{err} .= ": $r{stdout}$r{stderr}";
+    }
+    if ($job->{attach}) {
+        # the handshake is not the snippet's, nor what the worker does after
+        # the end marker (the result, strace's end)
+        $r{log} =~ s/^.*\Q$m_ready\E.*\n//mg;
+        $r{log} =~ s/^(.*\Q$m_end\E.*\n).*/$1/ms;
+        $r{stderr} .= slurp("$job->{ctl}/strace.err") // '';
+        $r{err} .= ' (the worker ended)' if !defined $reply && !$r{ok};
     }
     $r{output} = $r{stdout} . $r{stderr};
     $r{injected} = () = $r{log} =~ /\(INJECTED\)/g;
@@ -438,6 +517,83 @@ sub strace_call {
         push @{ $r{calls} }, _parse_line($line) if $in;
     }
     return \%r;
+}
+
+# attach's worker number $i of this process (t/lib/FFTracee.pm), started
+# when there is none (or it ended).
+sub _tracee {
+    my ($i) = @_;
+    my $w = $TRACEE{$$}[$i];
+    return $w if $w && $w->{pid};
+    pipe my $req_r, my $req_w or die "pipe: $!\n";
+    pipe my $rep_r, my $rep_w or die "pipe: $!\n";
+    my @perl = ($^X, inc_args(), '-MFFTracee', '-e', 'FFTracee::serve()');
+    my $pid = fork // die "fork: $!\n";
+    if (!$pid) {
+        POSIX::dup2(fileno $req_r, 0) // POSIX::_exit(127);
+        POSIX::dup2(fileno $rep_w, 3) // POSIX::_exit(127);
+        open STDOUT, '>', '/dev/null';
+        open STDERR, '>', '/dev/null';
+        POSIX::setpgid(0, 0);    # its strace and cases: ended with it
+        $ENV{LC_ALL} = 'C';
+        exec { $perl[0] } @perl or POSIX::_exit(127);
+    }
+    close $req_r;
+    close $rep_w;
+    require IO::Handle;
+    $req_w->autoflush(1);
+    return $TRACEE{$$}[$i] = { pid => $pid, in => $req_w, out => $rep_r };
+}
+
+sub _tracee_send {
+    my ($w, $job) = @_;
+    local $SIG{PIPE} = 'IGNORE';    # a worker that died answers EOF
+    print { $w->{in} } sprintf('%012d', length $job->{request}), $job->{request};
+}
+
+# The worker's reply to its request, or undef when it ended or the job's
+# deadline passed (then it is ended).
+sub _tracee_reply {
+    my ($w, $deadline) = @_;
+    my $rin = '';
+    vec($rin, fileno $w->{out}, 1) = 1;
+    my $line;
+    while ((my $left = $deadline - time) > 0) {
+        my $n = select(my $rout = $rin, undef, undef, $left);
+        next if $n == 0 || $n < 0 && $!{EINTR};
+        $line = readline $w->{out} if $n > 0;
+        last;
+    }
+    chomp $line if defined $line;
+    _tracee_end($w) unless defined $line;
+    return $line;
+}
+
+sub _tracee_end {
+    my ($w, $how) = @_;
+    return unless $w && $w->{pid};
+    kill 'KILL', -$w->{pid} unless $how;    # a case stuck (a timeout), its strace
+    close $w->{in};    # what ends an idle one
+    waitpid $w->{pid}, 0;
+    close $w->{out};
+    $w->{pid} = undef;
+}
+
+# Ends this process's workers (waited for: their CPU time is the test's).
+sub end_tracees {
+    local $?;    # in END: the test's exit status
+    _tracee_end($_, 'idle') for @{ delete $TRACEE{$$} || [] };
+}
+END { end_tracees() }
+
+# True (and attach off from now on) when strace could not attach to the
+# worker (yama's ptrace_scope, a container): strace_why found a child perl
+# under strace working.
+sub _attach_refused {
+    my ($reply) = @_;
+    return 0 unless defined $reply && $reply =~ /^noattach/;
+    $ATTACH_REFUSED = 1;
+    return 1;
 }
 
 # The records of strace_call's result $r for the syscall $name.
@@ -470,14 +626,16 @@ sub _parse_line {
 }
 
 # strace_call for each spec (a hash: code => ..., and strace_call's options),
-# up to $o{jobs} at a time (strace costs mostly context switches, so this
+# up to $o{jobs} at a time (when every spec has attach => 1: see
+# _strace_calls_attach) (strace costs mostly context switches, so this
 # scales with the CPUs). Results come back in order. Nothing else may be a
 # child of the caller meanwhile.
 sub strace_calls {
     my ($specs, %o) = @_;
     my $jobs = $o{jobs} || 2 * ncpu();
-    my $dir = tempdir();
     inc_args();    # computed once, here, not in every worker
+    return _strace_calls_attach($specs, $jobs) unless grep { !$_->{attach} } @$specs;
+    my $dir = tempdir();
     my (%running, @res);
     my $next = 0;
     while ($next < @$specs || %running) {
@@ -502,11 +660,95 @@ sub strace_calls {
     for my $i (0 .. $#$specs) {
         my $text = slurp("$dir/result.$i");
         my $r = defined $text ? eval $text : undef;
-        $res[$i] = ref $r eq 'HASH' ? $r
-                 : { ok => 0, err => 'worker gave no result', errno => -1, warnings => [],
-                     log => '', injected => 0, calls => [] };
+        $res[$i] = ref $r eq 'HASH' ? $r : _no_result('worker gave no result');
     }
     return \@res;
+}
+
+sub _no_result {
+    my ($why) = @_;
+    return { ok => 0, err => $why, errno => -1, warnings => [], log => '', injected => 0, calls => [] };
+}
+
+# Cases one strace session runs at most (each in a process of its own)
+my $SESSION_CASES = 16;
+
+# strace_calls when every spec has attach => 1: the specs with the same
+# strace filter (trace, inject, strace options) share a session, which
+# traces the union of their paths (-P); $jobs workers of attach (no fork of
+# this process) are each given the next session when they answer.
+sub _strace_calls_attach {
+    my ($specs, $jobs) = @_;
+    my (@res, @sessions, %open);
+    for my $k (0 .. $#$specs) {
+        my %s = %{ $specs->[$k] };
+        my $job = eval { _strace_job(delete $s{code}, %s) };
+        if (!$job) { $res[$k] = _no_result("strace_call died: $@"); next }
+        if (!$job->{attach}) {    # attach refused: a child perl
+            $res[$k] = eval { _strace_exec($job) } || _no_result("strace_call died: $@");
+            next;
+        }
+        my $key = join "\0", @{ $job->{filter} }, $job->{paths} ? '-P' : '';
+        my $session = $open{$key};
+        if (!$session || @{ $session->{jobs} } >= $SESSION_CASES) {
+            push @sessions, $session = $open{$key} = { jobs => [], specs => [] };
+        }
+        push @{ $session->{jobs} }, $job;
+        push @{ $session->{specs} }, $k;
+    }
+    _session_request($_) for @sessions;
+    my %busy;    # worker number => session
+    while (@sessions || %busy) {
+        for my $i (grep { !$busy{$_} } 0 .. $jobs - 1) {
+            last unless @sessions;
+            my $session = shift @sessions;
+            _tracee_send(_tracee($i), $session);
+            $busy{$i} = $session;
+        }
+        my $rin = '';
+        vec($rin, fileno _tracee($_)->{out}, 1) = 1 for keys %busy;
+        my ($first) = sort { $a <=> $b } map { $_->{deadline} } values %busy;
+        my $n = select(my $rout = $rin, undef, undef, List::Util::max(0, $first - time) + 0.01);
+        for my $i (sort keys %busy) {
+            my $session = $busy{$i};
+            my $w = $TRACEE{$$}[$i];
+            my $ready = $n > 0 && vec($rout, fileno $w->{out}, 1);
+            next unless $ready || time >= $session->{deadline};
+            delete $busy{$i};
+            my $reply = _tracee_reply($w, $ready ? time + 60 : 0);
+            my @k = @{ $session->{specs} };
+            if (_attach_refused($reply)) {
+                for my $k (@k) {
+                    my %s = %{ $specs->[$k] };
+                    $res[$k] = eval { strace_call(delete $s{code}, %s) } || _no_result("strace_call died: $@");
+                }
+            } elsif (!defined $reply && time >= $session->{deadline}) {
+                $res[$_] = _no_result("strace_call died: traced child did not finish in $session->{timeout}s\n") for @k;
+            } else {
+                @res[@k] = map { _strace_result($_, $reply) } @{ $session->{jobs} };
+            }
+        }
+    }
+    return \@res;
+}
+
+# A session's request, strace command and deadline; one job alone is run
+# as strace_call runs it.
+sub _session_request {
+    my ($session) = @_;
+    my @jobs = @{ $session->{jobs} };
+    $session->{timeout} = List::Util::sum(map { $_->{timeout} } @jobs);
+    $session->{deadline} = time + $session->{timeout};
+    if (@jobs == 1) {
+        $session->{request} = $jobs[0]{request};
+        return;
+    }
+    my $log = "$jobs[0]{ctl}/session.log";
+    $_->{session_log} = $log for @jobs;
+    my @paths = $jobs[0]{paths} ? map { @{ $_->{paths} } } @jobs : ();
+    my @cmd = ('strace', '-f', '-qq', '-o', $log, @{ $jobs[0]{filter} }, map { ('-P', $_) } @paths);
+    $session->{request} = _dump({ cases => [ map { $_->{case} } @jobs ], ready => $jobs[0]{markers}[0],
+                                  strace => \@cmd });
 }
 
 # How FastFile's tempfile made the file behind $fh, from /proc/self/fd:
