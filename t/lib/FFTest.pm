@@ -32,7 +32,7 @@ use POSIX ();
 our @ISA = ('Exporter');
 our @EXPORT_OK = qw(tempdir slurp spew temps_in state_of check_error which errno_text inc_args
                     run_perl in_child exit_child warnings_of no_warnings strace_why strace_call strace_calls calls_named io_calls ncpu
-                    full_testing c_compilers tempfile_kind);
+                    full_testing c_compilers run_cmd tempfile_kind);
 
 our $PID = 4242;    # the $$ traced children pretend to have
 
@@ -192,6 +192,21 @@ sub c_compilers {
         map({ [ $_->[0], (which($_->[0]) ? $_->[0] : undef), "$_->[0] is not installed (apt-get install $_->[1])" ] }
             [ clang => 'clang' ], [ 'musl-gcc' => 'musl-tools' ]),
     );
+}
+
+# run_cmd(@cmd): runs the command (no shell), stdin from /dev/null; returns
+# its exit status ($?) and what it printed (stdout and stderr together).
+sub run_cmd {
+    my (@cmd) = @_;
+    my $pid = open(my $ph, '-|') // die "fork: $!\n";
+    if (!$pid) {
+        open STDIN, '<', '/dev/null';
+        open STDERR, '>&', \*STDOUT;
+        exec { $cmd[0] } @cmd or POSIX::_exit(127);
+    }
+    my $out = do { local $/; <$ph> } // '';
+    close $ph;
+    return ($?, $out);
 }
 
 # -I options that let a child perl find the FastFile this test loaded (blib
