@@ -6,10 +6,13 @@ use warnings;
 # portable build (FF_PORTABLE: every Linux-only call's POSIX fallback).
 # t/core/core-smoke.c runs atomic replace (plain, fsync, noclobber, mkdir),
 # mkdir -p and a batch with fsync on a tmpfs (/dev/shm) and checks the files.
+# Built as ISO C99 with t/01-core-build.t's flags, these builds are two of
+# its modes ("ISO C99", "the portable build"): each file is reported here as
+# t/01 reports the others.
 
 use Test::More;
 use lib 't/lib';
-use FFTest qw(c_compilers);
+use FFTest qw(c_compilers core_cflags each_source_compiles run_cmd);
 use Config;
 use File::Temp ();
 
@@ -27,7 +30,6 @@ my $run_dir = File::Temp::tempdir('ffsmoke-XXXXXX', ($on_tmpfs ? (DIR => $shm) :
 my $bin_dir = File::Temp::tempdir('ffsmokebin-XXXXXX', TMPDIR => 1, CLEANUP => 1);
 note($on_tmpfs ? "files written on the tmpfs $shm" : "no writable tmpfs at $shm: files written in $run_dir");
 
-my @strict = qw(-std=c99 -Wall -Wextra -Werror=implicit-function-declaration);
 my $CHECKS = 12;    # "ok" lines core-smoke.c prints
 
 my $n = 0;
@@ -36,12 +38,14 @@ for my $compiler (c_compilers()) {
     for my $portable (0, 1) {
         my $build = $portable ? 'portable build' : 'Linux build';
         SKIP: {
-            skip "$cname: $why", 7 unless $cc;
+            skip "$cname: $why", 7 + 2 * @sources unless $cc;
             my $bin = "$bin_dir/smoke" . $n++;
-            my @flags = $portable ? ('-DFF_PORTABLE') : ();
-            my $out = `$cc @strict @flags -o $bin t/core/core-smoke.c @sources 2>&1`;
-            is($?, 0, "$cname, $build: builds") or diag($out);
+            my @cmd = ($cc, '-std=c99', ($portable ? '-DFF_PORTABLE' : ()), core_cflags());
+            my ($status, $out) = run_cmd(@cmd, '-o', $bin, 't/core/core-smoke.c', @sources);
+            is($status, 0, "$cname, $build: builds") or diag($out);
             is($out, '', "$cname, $build: no diagnostics");
+            each_source_compiles($cname, $portable ? 'the portable build' : 'ISO C99', [ $status, $out ],
+                                 \@cmd, @sources);
             skip "$cname, $build: did not build", 5 unless -x $bin;
 
             my @lines = `$bin $run_dir`;

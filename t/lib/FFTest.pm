@@ -32,7 +32,7 @@ use POSIX ();
 our @ISA = ('Exporter');
 our @EXPORT_OK = qw(tempdir slurp spew temps_in state_of check_error which errno_text inc_args
                     run_perl in_child exit_child warnings_of no_warnings strace_why strace_call strace_calls calls_named io_calls ncpu
-                    full_testing c_compilers run_cmd tempfile_kind);
+                    full_testing c_compilers core_cflags each_source_compiles run_cmd tempfile_kind);
 
 our $PID = 4242;    # the $$ traced children pretend to have
 
@@ -192,6 +192,30 @@ sub c_compilers {
         map({ [ $_->[0], (which($_->[0]) ? $_->[0] : undef), "$_->[0] is not installed (apt-get install $_->[1])" ] }
             [ clang => 'clang' ], [ 'musl-gcc' => 'musl-tools' ]),
     );
+}
+
+# The warnings the perl-free core is compiled with in t/01 and t/02: every
+# diagnostic shown, the ones ISO C makes fatal fatal, and no _GNU_SOURCE but
+# what a file defines itself (perl's ccflags define it on threaded perls).
+sub core_cflags {
+    return qw(-Werror=implicit-function-declaration -Werror=implicit-int
+              -Werror=int-conversion -Wall -Wextra -U_GNU_SOURCE);
+}
+
+# each_source_compiles($label, $mode, [$status, $output], \@cmd, @sources):
+# two tests per source, "compiles" and "no diagnostics", from one compiler
+# run over all of them (status and output given). That run is clean only if
+# each file is; when it is not, each file is checked again on its own
+# (@cmd -fsyntax-only $source) for its own result.
+sub each_source_compiles {
+    my ($label, $mode, $all, $cmd, @sources) = @_;
+    local $Test::Builder::Level = $Test::Builder::Level + 1;
+    my $clean = !$all->[0] && $all->[1] eq '';
+    for my $src (@sources) {
+        my ($status, $out) = $clean ? @$all : run_cmd(@$cmd, '-fsyntax-only', $src);
+        Test::More::is($status, 0, "$label: $src compiles: $mode") or Test::More::diag($out);
+        Test::More::is($out, '', "$label: $src: no diagnostics: $mode");
+    }
 }
 
 # run_cmd(@cmd): runs the command (no shell), stdin from /dev/null; returns
