@@ -19,7 +19,7 @@ use warnings;
 
 use Test::More;
 use lib 't/lib';
-use FFTest qw(c_compilers core_cflags each_source_compiles run_cmd);
+use FFTest qw(c_compilers core_cflags each_source_compiles front_end run_cmd);
 
 my @sources = sort glob('ff_*.c');
 plan skip_all => 'no ff_*.c here (run from the distribution root)' unless @sources;
@@ -34,37 +34,26 @@ my @modes = (
 
 # Every file of a mode in one compiler run: the driver (and musl-gcc's shell
 # script) starts once, not once per file, and clang's front end checks them
-# all in one process (compile_all).
+# all in one process (front_end).
 for my $compiler (c_compilers()) {
     my ($cname, $cc, $why) = @$compiler;
     SKIP: {
         skip "$cname: $why", 2 * @sources * @modes unless $cc;
         for my $mode (@modes) {
             my ($name, @flags) = @$mode;
-            my @cmd = ($cc, @flags, core_cflags());
             # -fsyntax-only: the diagnostics come from the front end; no object needed
-            each_source_compiles($cname, $name, [ compile_all([ @cmd, '-fsyntax-only' ], @sources) ],
-                                 \@cmd, @sources);
+            my @cmd = ($cc, @flags, core_cflags(), '-fsyntax-only');
+            each_source_compiles($cname, $name, [ compile_all(\@cmd, @sources) ], \@cmd, @sources);
         }
     }
 }
 
-# ($status, $output) of @$cmd run on all of @src. clang's driver, given
-# several files, starts its front end (clang -cc1: the large binary, a
-# fifth of a second to start) once per file; the front end itself takes
-# them all in one process, checking each as its own translation unit. So
-# where the driver shows (-###) a front end for one file, and says nothing
-# else, that command runs with every file in place of the one.
+# ($status, $output) of @$cmd run on all of @src: with clang, its front end
+# once for them all (front_end).
 sub compile_all {
     my ($cmd, @src) = @_;
-    my ($status, $plan) = run_cmd(@$cmd, '-###', $src[0]);
-    my @lines = split /\n/, $plan;
-    my @front = grep { /^\s*"[^"]*" "-cc1" / } @lines;
-    return run_cmd(@$cmd, @src)
-        if $status || @front != 1 || grep { /\b(?:warning|error):/i } @lines;
-    my @args = map { s/\\(.)/$1/gsr } $front[0] =~ /"((?:[^"\\]|\\.)*)"/g;
-    return run_cmd(@$cmd, @src) unless $args[-1] eq $src[0];
-    return run_cmd(@args[0 .. $#args - 1], @src);
+    my @front = front_end(@$cmd, $src[0]);
+    return run_cmd(@front ? @front : @$cmd, @src);
 }
 
 done_testing;

@@ -12,8 +12,10 @@ use warnings;
 
 use Test::More;
 use lib 't/lib';
-use FFTest qw(c_compilers core_cflags each_source_compiles run_cmd);
+use FFTest qw(c_compilers core_cflags each_source_compiles front_end run_cmd);
 use Config;
+use File::Path ();
+use File::Spec ();
 use File::Temp ();
 
 my @sources = sort glob('ff_*.c');
@@ -32,6 +34,28 @@ note($on_tmpfs ? "files written on the tmpfs $shm" : "no writable tmpfs at $shm:
 
 my $CHECKS = 12;    # "ok" lines core-smoke.c prints
 
+# ($status, $output) of building $bin from @src with @$cmd. With clang its
+# front end compiles them all in one process (front_end), each object beside
+# its source: the sources and headers are linked into a directory of this
+# test's, in their places (core-smoke.c includes "../../ff_batch.h"), the
+# objects made there, then linked.
+sub build {
+    my ($bin, $cmd, @src) = @_;
+    my $tree = "$bin.d";
+    for my $file (@src, glob('ff_*.h')) {
+        (my $sub = "$tree/$file") =~ s{/[^/]+\z}{};
+        File::Path::make_path($sub);
+        symlink File::Spec->rel2abs($file), "$tree/$file" or die "symlink $tree/$file: $!";
+    }
+    my @in_tree = map { "$tree/$_" } @src;
+    my @front = front_end(@$cmd, '-c', $in_tree[0]);
+    return run_cmd(@$cmd, '-o', $bin, @src) unless @front;
+    my ($status, $out) = run_cmd(@front, @in_tree);
+    return ($status, $out) if $status;
+    my ($link_status, $link_out) = run_cmd($cmd->[0], '-o', $bin, map { s/\.c\z/.o/r } @in_tree);
+    return ($link_status, $out . $link_out);
+}
+
 my $n = 0;
 for my $compiler (c_compilers()) {
     my ($cname, $cc, $why) = @$compiler;
@@ -41,11 +65,12 @@ for my $compiler (c_compilers()) {
             skip "$cname: $why", 7 + 2 * @sources unless $cc;
             my $bin = "$bin_dir/smoke" . $n++;
             my @cmd = ($cc, '-std=c99', ($portable ? '-DFF_PORTABLE' : ()), core_cflags());
-            my ($status, $out) = run_cmd(@cmd, '-o', $bin, 't/core/core-smoke.c', @sources);
+            my ($status, $out) = build($bin, \@cmd, 't/core/core-smoke.c', @sources);
             is($status, 0, "$cname, $build: builds") or diag($out);
             is($out, '', "$cname, $build: no diagnostics");
+            # a file on its own (where the build is not clean): compiled, as in the build
             each_source_compiles($cname, $portable ? 'the portable build' : 'ISO C99', [ $status, $out ],
-                                 \@cmd, @sources);
+                                 [ @cmd, '-c', '-o', '/dev/null' ], @sources);
             skip "$cname, $build: did not build", 5 unless -x $bin;
 
             my @lines = `$bin $run_dir`;
