@@ -84,13 +84,15 @@ sub compare_get {
 # a byte string of $len bytes in which every 4-byte word is different
 # (within each MiB), so a misplaced block shows
 my $BLOCK = join '', map { pack 'N', $_ } 0 .. ($MIB / 4 - 1);
+# (built in place: one buffer, as touching memory is most of the 64 MiB
+# cases' cost)
 sub pattern {
     my ($len) = @_;
-    my $s = '';
-    for (my $i = 0; length $s < $len; $i++) {
-        $s .= pack('N', 0xff000000 | $i) . substr($BLOCK, 4);
-    }
-    return substr($s, 0, $len);
+    my $mibs = int(($len + $MIB - 1) / $MIB);
+    my $s = $BLOCK x $mibs;
+    substr($s, $_ * $MIB, 4) = pack('N', 0xff000000 | $_) for 0 .. $mibs - 1;
+    substr($s, $len) = '';
+    return $s;
 }
 
 sub too_long { return { err => "file '$_[0]' too long - aborting\n" } }
@@ -555,7 +557,7 @@ SKIP: {
     my $file = "$dir/traced-1mib";
     spew($file, pattern($MIB));
     my $r = strace_call('my $c = FastFile::file_get_contents($ARGV[0]); die "wrong length\n" unless length $c == 1048576;',
-                        args => [$file]);
+                        attach => 1, args => [$file]);
     ok($r->{traced} && $r->{ok}, '1 MiB: traced call succeeded') or diag($r->{err}, $r->{stderr});
     my @c = $calls->($r);
     is($names->($r), 'openat fstat read read close', '1 MiB: exactly openat, fstat, read, read, close')
@@ -569,14 +571,14 @@ SKIP: {
 
     # the reference, for contrast
     $r = strace_call('my $c = ref_get_contents($ARGV[0]); die "wrong length\n" unless length $c == 1048576;',
-                     setup => 'use Reference qw(ref_get_contents);', args => [$file]);
+                     setup => 'use Reference qw(ref_get_contents);', attach => 1, args => [$file]);
     ok($r->{traced} && $r->{ok}, 'reference, 1 MiB: traced call succeeded') or diag($r->{err}, $r->{stderr});
     my $reads = grep { $_->{name} eq 'read' } @{ $r->{calls} };
     cmp_ok($reads, '>', 128, "reference, 1 MiB: $reads reads of 8 KiB (FastFile: 2)");
 
     # a file bigger than max: decided on the bytes read (fstat's size is a
     # hint), and no more than max + 1 of them are read
-    $r = strace_call('FastFile::file_get_contents($ARGV[0], 1000)', args => [$file]);
+    $r = strace_call('FastFile::file_get_contents($ARGV[0], 1000)', attach => 1, args => [$file]);
     is($r->{err}, "file '$file' too long - aborting\n", 'over max: croaks');
     is($names->($r), 'openat fstat read close', 'over max: openat, fstat, one read, close')
         or diag($show->($r));
@@ -586,7 +588,7 @@ SKIP: {
     # file_read_firstline on a short file: one read of 8 KiB
     my $short = "$dir/traced-short";
     spew($short, "first line\nsecond line\n" . ('x' x 100000));
-    $r = strace_call('die "wrong line\n" unless FastFile::file_read_firstline($ARGV[0]) eq "first line";', args => [$short]);
+    $r = strace_call('die "wrong line\n" unless FastFile::file_read_firstline($ARGV[0]) eq "first line";', attach => 1, args => [$short]);
     ok($r->{traced} && $r->{ok}, 'firstline, short line: traced call succeeded') or diag($r->{err}, $r->{stderr});
     @c = $calls->($r);
     is($names->($r), 'openat read close', 'firstline, short line: exactly openat, read, close') or diag($show->($r));
@@ -596,7 +598,7 @@ SKIP: {
     # a first line longer than one block: more reads, big ones, not the whole file
     my $long = "$dir/traced-long";
     spew($long, ('L' x 20000) . "\n" . ('t' x $MIB));
-    $r = strace_call('die "wrong line\n" unless FastFile::file_read_firstline($ARGV[0]) eq "L" x 20000;', args => [$long]);
+    $r = strace_call('die "wrong line\n" unless FastFile::file_read_firstline($ARGV[0]) eq "L" x 20000;', attach => 1, args => [$long]);
     ok($r->{traced} && $r->{ok}, 'firstline, 20000-byte line: the whole line') or diag($r->{err}, $r->{stderr});
     my @reads = grep { $_->{name} eq 'read' } @{ $r->{calls} };
     cmp_ok(scalar @reads, '>', 1, 'firstline, 20000-byte line: more than one read');
@@ -611,7 +613,7 @@ SKIP: {
     my $ten = "$dir/traced-ten";
     spew($ten, "0123456789\n");
     for my $reader ('file_get_contents', 'file_read_firstline') {
-        $r = strace_call("FastFile::$reader(\$ARGV[0])", args => [$ten], paths => [$ten],
+        $r = strace_call("FastFile::$reader(\$ARGV[0])", attach => 1, args => [$ten], paths => [$ten],
                          inject => ['read:error=EIO'], env => { LC_ALL => 'C' });
         ok($r->{traced} && !$r->{ok}, "$reader, EIO on read: croaks");
         is($r->{err}, "unable to read file '$ten' - Input/output error\n", "$reader, EIO on read: message");
@@ -620,7 +622,7 @@ SKIP: {
         ok((grep { $_->{name} eq 'close' } @{ $r->{calls} }), "$reader, EIO on read: the fd is closed")
             or diag($show->($r));
 
-        $r = strace_call("my \$c = FastFile::$reader(\$ARGV[0]); print \"GOT<\$c>\";", args => [$ten], paths => [$ten],
+        $r = strace_call("my \$c = FastFile::$reader(\$ARGV[0]); print \"GOT<\$c>\";", attach => 1, args => [$ten], paths => [$ten],
                          inject => ['read:error=EINTR:when=1']);
         ok($r->{ok}, "$reader, EINTR on the first read: succeeds") or diag($r->{err});
         my $want = $reader eq 'file_get_contents' ? "0123456789\n" : '0123456789';
@@ -669,7 +671,7 @@ END
         my ($label, $max, $want) = @$case;
         my $f = "$dir/grows-" . ++$n;
         spew($f, 'a' x 1000);
-        $r = strace_call($grow_code, args => [$f, $max, $sys_read], paths => [$f],
+        $r = strace_call($grow_code, attach => 1, args => [$f, $max, $sys_read], paths => [$f],
                          inject => ['read:delay_enter=300000:when=1']);
         ok($r->{traced}, "$label: traced") or diag($r->{stderr});
         # the first fstat is the reader's (the helper waits for the read)

@@ -251,8 +251,10 @@ SKIP: {
     my $traced = sub {
         my ($label, %o) = @_;
         spew("$d/dst", 'old');
+        # a perl of its own where a signal is injected
+        my $attach = !grep { /:signal=/ } @{ $o{inject} || [] };
         my $r = strace_call(delete $o{code} // 'file_copy($ARGV[0], $ARGV[1], 4 << 20)',
-                            args => [ "$d/src4m", "$d/dst" ], target => "$d/dst", %o);
+                            args => [ "$d/src4m", "$d/dst" ], target => "$d/dst", attach => $attach, %o);
         ok($r->{traced}, "$label: traced") or diag($r->{err}, $r->{stderr});
         return $r;
     };

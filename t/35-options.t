@@ -63,8 +63,10 @@ sub attempt {
 sub traced {
     my (%a) = @_;
     my $dir = $a{dir};
-    my $r = strace_call($a{code}, args => [$dir], inject => $a{inject},
-                        setup => 'use POSIX (); my $D = shift @ARGV; my $DATA = "x" x 65536;' . ($a{pre} // ''));
+    # a perl of its own where the case changes the process (becomes nobody)
+    die "traced: a quote in $dir\n" if $dir =~ /['\\]/;
+    my $r = strace_call($a{code}, inject => $a{inject}, attach => !defined $a{pre},
+                        setup => "use POSIX (); my \$D = '$dir'; my \$DATA = 'x' x 65536;" . ($a{pre} // ''));
     my @calls = io_calls($r);
     my %res = (ret => $r->{ret} // 'undef', err => $r->{err}, errno => $r->{errno}, pid => $r->{pid},
                complete => $r->{traced} && defined $r->{pid} ? 1 : 0,

@@ -34,7 +34,7 @@ use POSIX ();
 our @ISA = ('Exporter');
 our @EXPORT_OK = qw(tempdir slurp spew temps_in state_of check_error which errno_text inc_args
                     run_perl in_child exit_child warnings_of no_warnings strace_why strace_call strace_calls calls_named io_calls ncpu
-                    full_testing c_compilers tempfile_kind);
+                    full_testing c_compilers core_cflags each_source_compiles front_end run_cmd tempfile_kind);
 
 our $PID = 4242;    # the $$ traced children pretend to have
 
@@ -195,6 +195,67 @@ sub c_compilers {
         map({ [ $_->[0], (which($_->[0]) ? $_->[0] : undef), "$_->[0] is not installed (apt-get install $_->[1])" ] }
             [ clang => 'clang' ], [ 'musl-gcc' => 'musl-tools' ]),
     );
+}
+
+# The warnings the perl-free core is compiled with in t/01 and t/02: every
+# diagnostic shown, the ones ISO C makes fatal fatal, and no _GNU_SOURCE but
+# what a file defines itself (perl's ccflags define it on threaded perls).
+sub core_cflags {
+    return qw(-Werror=implicit-function-declaration -Werror=implicit-int
+              -Werror=int-conversion -Wall -Wextra -U_GNU_SOURCE);
+}
+
+# each_source_compiles($label, $mode, [$status, $output], \@cmd, @sources):
+# two tests per source, "compiles" and "no diagnostics", from one compiler
+# run over all of them (status and output given). That run is clean only if
+# each file is; when it is not, each file is checked again on its own
+# (@cmd $source) for its own result.
+sub each_source_compiles {
+    my ($label, $mode, $all, $cmd, @sources) = @_;
+    local $Test::Builder::Level = $Test::Builder::Level + 1;
+    my $clean = !$all->[0] && $all->[1] eq '';
+    for my $src (@sources) {
+        my ($status, $out) = $clean ? @$all : run_cmd(@$cmd, $src);
+        Test::More::is($status, 0, "$label: $src compiles: $mode") or Test::More::diag($out);
+        Test::More::is($out, '', "$label: $src: no diagnostics: $mode");
+    }
+}
+
+# front_end(@cmd, $src): the command a clang driver runs for @cmd on the one
+# file $src, its front end (clang -cc1), less the file and its -o; nothing
+# where the driver shows no single such command (gcc's cc1 takes one file),
+# or says anything besides. Given several files, the driver starts its front
+# end, a large binary (a fifth of a second), once for each; the front end
+# takes them all in one process, each its own translation unit, each
+# object (without -o) beside its source: t/01 and t/02 run it so.
+sub front_end {
+    my (@cmd) = @_;
+    my $src = pop @cmd;
+    my ($status, $plan) = run_cmd(@cmd, '-###', $src);
+    my @lines = split /\n/, $plan;
+    my @front = grep { /^\s*"[^"]*" "-cc1" / } @lines;
+    return if $status || @front != 1 || grep { /\b(?:warning|error):/i } @lines;
+    my @args = map { s/\\(.)/$1/gsr } $front[0] =~ /"((?:[^"\\]|\\.)*)"/g;
+    return unless @args && $args[-1] eq $src;
+    pop @args;
+    my ($o) = grep { $args[$_] eq '-o' } 0 .. $#args;
+    splice @args, $o, 2 if defined $o;
+    return @args;
+}
+
+# run_cmd(@cmd): runs the command (no shell), stdin from /dev/null; returns
+# its exit status ($?) and what it printed (stdout and stderr together).
+sub run_cmd {
+    my (@cmd) = @_;
+    my $pid = open(my $ph, '-|') // die "fork: $!\n";
+    if (!$pid) {
+        open STDIN, '<', '/dev/null';
+        open STDERR, '>&', \*STDOUT;
+        exec { $cmd[0] } @cmd or POSIX::_exit(127);
+    }
+    my $out = do { local $/; <$ph> } // '';
+    close $ph;
+    return ($?, $out);
 }
 
 # -I options that let a child perl find the FastFile this test loaded (blib
