@@ -69,7 +69,7 @@ int ff_atomic_init(struct ff_atomic *a, const char *path, const struct ff_option
 
 void ff_atomic_init_lent(struct ff_atomic *a, const char *path, size_t path_len,
                          const struct ff_options *opt, const struct ff_eintr *intr,
-                         char *temp_buf)
+                         char *temp_buf, size_t temp_buf_size)
 {
     memset(a, 0, offsetof(struct ff_atomic, old));     /* old: only read with have_old */
     a->fd = -1;
@@ -80,6 +80,9 @@ void ff_atomic_init_lent(struct ff_atomic *a, const char *path, size_t path_len,
     a->target_len = path_len;
     a->target_lent = 1;
     a->temp_buf = temp_buf;
+    /* a size past FF_TEMP_BUF is never needed: a longer temp is no path */
+    a->temp_buf_size = temp_buf ? (unsigned)(temp_buf_size < FF_TEMP_BUF ? temp_buf_size
+                                                                           : FF_TEMP_BUF) : 0;
 }
 
 /* The target's string gives way to a new one (next, ours). */
@@ -545,7 +548,7 @@ int ff_atomic_create_named(struct ff_atomic *a, long pid, const char *suffix, si
     if (err)
         return err;
 
-    a->temp = a->temp_buf && len + FF_TEMP_EXTRA <= FF_TEMP_BUF ? a->temp_buf
+    a->temp = a->temp_buf && len + FF_TEMP_EXTRA <= a->temp_buf_size ? a->temp_buf
               : malloc(len + FF_TEMP_EXTRA);
     if (!a->temp)
         return ENOMEM;
@@ -728,8 +731,13 @@ int ff_write_tail_all(int fd, const char *buf, size_t len, const char *tail, siz
     return err ? err : ff_write_all(fd, tail, tail_len, intr);
 }
 
-/* The writer's buffer starts at this and doubles up to its size. */
-#define FF_WBUF_FIRST_CAP 8192
+void ff_wbuf_init(struct ff_wbuf *b, size_t size, char *first, size_t first_cap)
+{
+    b->buf = b->first = first;
+    b->len = 0;
+    b->cap = first ? first_cap : 0;
+    b->size = size;
+}
 
 int ff_wbuf_fills(const struct ff_wbuf *b, size_t n)
 {
@@ -748,7 +756,13 @@ static int wbuf_reserve(struct ff_wbuf *b, size_t need)
         cap *= 2;
     if (cap > b->size)
         cap = b->size;
-    buf = realloc(b->buf, cap);
+    if (b->buf && b->buf == b->first) {     /* out of the lent memory: to the heap */
+        buf = malloc(cap);
+        if (buf)
+            memcpy(buf, b->buf, b->len);
+    } else {
+        buf = realloc(b->buf, cap);
+    }
     if (!buf)
         return ENOMEM;
     b->buf = buf;
@@ -794,8 +808,9 @@ int ff_wbuf_flush(struct ff_wbuf *b, int fd, const struct ff_eintr *intr)
 
 void ff_wbuf_free(struct ff_wbuf *b)
 {
-    free(b->buf);
-    b->buf = NULL;
+    if (b->buf != b->first)
+        free(b->buf);
+    b->buf = b->first = NULL;
     b->len = b->cap = 0;
 }
 

@@ -94,7 +94,7 @@ struct ff_atomic {
      * (ff_atomic_init_lent; the batch names its temps in a block of its own):
      * target is the caller's string until symlinks replace it, temp in the
      * caller's buffer when it fits. Neither is freed then. */
-    char *temp_buf;    /* FF_TEMP_BUF bytes of the caller's (a batch: temp's slot), or NULL */
+    char *temp_buf;    /* temp_buf_size bytes of the caller's (a batch: temp's slot), or NULL */
     int target_lent;   /* target is the caller's, not ours to free */
     int fd;            /* the temp's fd, -1 once closed */
     int created;       /* 1 while the file at temp is ours to remove */
@@ -114,6 +114,7 @@ struct ff_atomic {
      * replace the temp by name, so the rename, and the cleanup's unlink,
      * first check the name still is this file (ff_atomic_temp_ours). */
     int have_id;
+    unsigned temp_buf_size; /* (in have_id's padding: the struct stays 280 bytes) */
     dev_t id_dev;
     ino_t id_ino;
     struct stat old;   /* last: read only with have_old, so init leaves it as it is */
@@ -138,12 +139,13 @@ int ff_atomic_init(struct ff_atomic *a, const char *path, const struct ff_option
                    const struct ff_eintr *intr);
 
 /* ff_atomic_init without copying path: it must outlive a (until
- * ff_atomic_discard); the temp name is made in temp_buf (FF_TEMP_BUF
- * bytes, living as long) when it fits. No heap for the usual call.
- * Cannot fail. */
+ * ff_atomic_discard); the temp name is made in temp_buf (temp_buf_size
+ * bytes, living as long) when it fits, that is when the target's length
+ * (after symlinks) + FF_TEMP_EXTRA is at most temp_buf_size; else it is
+ * allocated. No heap for the usual call. Cannot fail. */
 void ff_atomic_init_lent(struct ff_atomic *a, const char *path, size_t path_len,
                          const struct ff_options *opt, const struct ff_eintr *intr,
-                         char *temp_buf);
+                         char *temp_buf, size_t temp_buf_size);
 
 /* Follow symlinks (follow_symlinks) and lstat the old target (preserve,
  * if_changed). */
@@ -211,13 +213,24 @@ int ff_write_tail_all(int fd, const char *buf, size_t len, const char *tail, siz
                       const struct ff_eintr *intr);
 
 /* The streaming writer's buffer. Zeroed, with size set, it is empty and
- * holds no memory: buf is allocated as it fills, doubling, never past size. */
+ * holds no memory: buf is allocated as it fills, doubling from
+ * FF_WBUF_FIRST_CAP, never past size. ff_wbuf_init can lend it its first
+ * memory instead (the writer's own block): used until it is full, never
+ * freed here. */
 struct ff_wbuf {
     char *buf;
     size_t len;        /* bytes waiting */
     size_t cap;        /* bytes allocated */
     size_t size;       /* buffer_size: one write(2) each time len reaches it */
+    char *first;       /* the lent first memory, or NULL: buf is ours to free unless it is this */
 };
+
+#define FF_WBUF_FIRST_CAP 8192
+
+/* An empty buffer of size (>= 1) that starts in first[0..first_cap), the
+ * caller's memory (living as long as b is used), or with first NULL on the
+ * heap when it first fills. */
+void ff_wbuf_init(struct ff_wbuf *b, size_t size, char *first, size_t first_cap);
 
 /* 1 when appending n bytes fills the buffer, that is, writes. */
 int ff_wbuf_fills(const struct ff_wbuf *b, size_t n);
@@ -233,7 +246,8 @@ int ff_wbuf_append(struct ff_wbuf *b, int fd, const char *buf, size_t n,
 /* Write what is buffered, with one write(2) if anything is. */
 int ff_wbuf_flush(struct ff_wbuf *b, int fd, const struct ff_eintr *intr);
 
-/* Free the memory; b stays usable (empty, same size). */
+/* Free the memory (the lent first memory is only no longer used); b stays
+ * usable (empty, same size, on the heap). */
 void ff_wbuf_free(struct ff_wbuf *b);
 
 /* Reading. */
