@@ -22,6 +22,7 @@
 #define FF_IO_H
 
 #include <stddef.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -234,6 +235,19 @@ void ff_wbuf_init(struct ff_wbuf *b, size_t size, char *first, size_t first_cap)
 
 /* 1 when appending n bytes fills the buffer, that is, writes. */
 int ff_wbuf_fills(const struct ff_wbuf *b, size_t n);
+
+/* Append buf[0..n) when the memory the buffer has holds it without filling
+ * it (no write(2), no allocation): 1, else 0 with nothing done. */
+static inline int ff_wbuf_copy_in(struct ff_wbuf *b, const char *buf, size_t n)
+{
+    if (n >= b->size - b->len || n > b->cap - b->len)
+        return 0;
+    if (n) {            /* (an empty buffer may have no memory yet) */
+        memcpy(b->buf + b->len, buf, n);
+        b->len += n;
+    }
+    return 1;
+}
 
 /* Append buf[0..n) to fd through b: copied while the buffer has room, the
  * full buffer written with one write(2) (ff_write_all), and a rest of size

@@ -85,9 +85,10 @@ static void S_writer_own_process(pTHX_ const struct ff_writer *w)
 }
 #define writer_own_process(w) S_writer_own_process(aTHX_ w)
 
-/* w, ready for data. Call it inside ENTER/LEAVE: user code (magic,
- * overloading, signal handlers) may drop the last reference, so w is kept
- * alive until that scope is left; converted payloads are freed there too. */
+/* w, ready for data. Call it inside a scope (ENTER .. LEAVE, or saved_ix ..
+ * LEAVE_SCOPE): user code (magic, overloading, signal handlers) may drop
+ * the last reference, so w is kept alive until that scope is left;
+ * converted payloads are freed there too. */
 static void S_writer_hold(pTHX_ struct ff_writer *w)
 {
     hold_in_scope(w->self);
@@ -150,8 +151,10 @@ static void S_writer_chunk(pTHX_ struct ff_writer *w, SV *sv, const char *op)
     const char *buf;
 
     writer_usable(w);                   /* user code for an earlier item may have ended it */
-    if (SvPOK(sv) && !SvUTF8(sv) && !w->force_utf8 && !ff_wbuf_fills(&w->wb, SvCUR(sv))
-        && !ff_wbuf_append(&w->wb, w->a.fd, SvPVX(sv), SvCUR(sv), &w->intr))
+    if (SvPOK(sv) && !SvUTF8(sv) && !w->force_utf8
+        && (ff_wbuf_copy_in(&w->wb, SvPVX(sv), SvCUR(sv))
+            || (!ff_wbuf_fills(&w->wb, SvCUR(sv))
+                && !ff_wbuf_append(&w->wb, w->a.fd, SvPVX(sv), SvCUR(sv), &w->intr))))
         return;
     buf = payload(snapshot(sv), w->force_utf8, &n, op);
     writer_usable(w);                   /* overloading may have ended it */
@@ -185,10 +188,19 @@ static void S_hold_items(pTHX_ I32 ax, I32 items)
 void ffxs_writer_print(pTHX_ struct ff_writer *w, I32 ax, I32 items)
 {
     const char *op = FF_WRITER_CLASS "::print";
-    SV *ofs = GvSV(PL_ofsgv), *ors = NULL;
+    SV *ofs, *ors = NULL;
     I32 i;
+    const I32 saved_ix = PL_savestack_ix;   /* no ENTER: no local() is made here */
 
-    ENTER;
+    /* The usual line: one plain byte string (no magic, so no FETCH), no $\,
+     * and room for it in the buffer: a copy, and no user code can run, so
+     * nothing is held. */
+    if (items == 2 && w->state == FF_W_OPEN && !w->force_utf8
+        && (SvFLAGS(ST(1)) & (SVs_GMG | SVs_SMG | SVs_RMG | SVf_POK | SVf_UTF8)) == SVf_POK
+        && !(PL_ors_sv && SvOK(PL_ors_sv))
+        && ff_wbuf_copy_in(&w->wb, SvPVX(ST(1)), SvCUR(ST(1))))
+        return;
+    ofs = GvSV(PL_ofsgv);
     writer_hold(w);
     if (items > 2) {
         hold_items(ax, items);
@@ -212,7 +224,7 @@ void ffxs_writer_print(pTHX_ struct ff_writer *w, I32 ax, I32 items)
     }
     if (ors)
         writer_chunk(w, ors, op);
-    LEAVE;
+    LEAVE_SCOPE(saved_ix);
 }
 
 void ffxs_writer_printf(pTHX_ struct ff_writer *w, I32 ax, I32 items)
@@ -221,8 +233,8 @@ void ffxs_writer_printf(pTHX_ struct ff_writer *w, I32 ax, I32 items)
     const char *pat;
     STRLEN len;
     I32 i;
+    const I32 saved_ix = PL_savestack_ix;   /* no ENTER: no local() is made here */
 
-    ENTER;
     writer_hold(w);
     if (items < 2)
         croak("Usage: " FF_WRITER_CLASS "::printf(self, format, ...)");
@@ -238,18 +250,19 @@ void ffxs_writer_printf(pTHX_ struct ff_writer *w, I32 ax, I32 items)
         SvUTF8_on(formatted);
     sv_vsetpvfn(formatted, pat, len, NULL, &ST(2), (Size_t)(items - 2), NULL);
     writer_chunk(w, formatted, FF_WRITER_CLASS "::printf");
-    LEAVE;
+    LEAVE_SCOPE(saved_ix);
 }
 
 void ffxs_writer_write(pTHX_ struct ff_writer *w, I32 ax, I32 items)
 {
-    ENTER;
+    const I32 saved_ix = PL_savestack_ix;   /* no ENTER: no local() is made here */
+
     writer_hold(w);
     if (items != 2)
         croak("Usage: " FF_WRITER_CLASS "::write(self, data)");
     SvGETMAGIC(ST(1));
     writer_chunk(w, ST(1), FF_WRITER_CLASS "::write");
-    LEAVE;
+    LEAVE_SCOPE(saved_ix);
 }
 
 /* new's options: file_set_contents's but if_changed, plus buffer_size. */
