@@ -96,6 +96,7 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
     struct ff_call call;                     /* this frame outlives its scope */
     struct ff_atomic *a = &call.atomic;
     IV perm_iv = 0644;                       /* a plain integer perm, read at once */
+    HV *opts_hv = NULL;                      /* a plain options hash, taken at once */
     bool force_ok = FALSE, force_true = FALSE;  /* a plain force_utf8, read at once */
     STRLEN shared_len = 0;
     struct ffxs_path path;
@@ -147,6 +148,14 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
                                                    | SVp_NOK | SVp_POK | SVf_IVisUV)) == SVf_IOK) {
             perm_iv = SvIVX(perm);
             perm = NULL;
+        } else if (!SvMAGICAL(perm) && SvROK(perm) && SvTYPE(SvRV(perm)) == SVt_PVHV
+                   && !SvOBJECT(SvRV(perm))) {
+            /* the options hash, taken now (its reference is all a
+             * snapshot would keep): held, as the reference would hold it,
+             * until the call ends */
+            opts_hv = (HV *)SvRV(perm);
+            hold_in_scope((SV *)opts_hv);
+            perm = NULL;
         } else {
             perm = snapshot(perm);
         }
@@ -175,7 +184,9 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
     Zero(&opt, 1, struct ff_options);
     opt.perm = (mode_t)perm_iv;
     force_utf8 = force_true;
-    if (perm || force)          /* not plain values, read above */
+    if (opts_hv)
+        options_arg(opts_hv, force, force_ok, &opt, &force_utf8, op);
+    else if (perm || force)     /* not plain values, read above */
         write_args(perm, force, force_ok, &opt, &force_utf8, op);
     if (call.share.pv) {
         /* a byte string: written as it is, or as UTF-8 (Latin-1) with

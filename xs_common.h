@@ -170,6 +170,13 @@ void ffxs_write_args(pTHX_ SV *perm, SV *force, bool force_ok, struct ff_options
 #define write_args(perm, force, force_ok, opt, force_utf8, op) \
     ffxs_write_args(aTHX_ perm, force, force_ok, opt, force_utf8, op)
 
+/* write_args for an options hash hv (the perm argument's referent, taken
+ * as a plain hash): force_utf8 refused beside it, the options parsed. */
+void ffxs_options_arg(pTHX_ HV *hv, SV *force, bool force_ok, struct ff_options *opt,
+                      bool *force_utf8, const char *op);
+#define options_arg(hv, force, force_ok, opt, force_utf8, op) \
+    ffxs_options_arg(aTHX_ hv, force, force_ok, opt, force_utf8, op)
+
 /* The readers' $max (a snapshot, or NULL): false means 1 MiB (the pmxcfs
  * file size limit); compared as a number, as the reference's
  * "$total > $max": one that is no number (NaN) or huge means no limit
