@@ -216,7 +216,7 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
     intr.fn = ffxs_on_eintr;
     intr.ctx = &guard;
     wrote = start_write(a, &path, &opt, &intr, pid, op, buf, len, ors, ors_len, temp_buf,
-                        sizeof temp_buf, suffix, suffix_len);
+                        suffix, suffix_len);
     if (wrote) {
         a->step = FF_STEP_WRITE;
         err = ff_write_tail_all(a->fd, buf, len, ors, ors_len, &intr);

@@ -55,7 +55,7 @@ int ff_batch_add(struct ff_batch *b, const char *path, const char *buf, size_t l
      * prepare only follows symlinks */
     opt.preserve = opt.if_changed = 0;
     /* path lent, not copied: one malloc and free a file less */
-    ff_atomic_init_lent(&f->a, path, strlen(path), &opt, b->intr, NULL, 0);
+    ff_atomic_init_lent(&f->a, path, strlen(path), &opt, b->intr, NULL);
     b->n++;
     f->buf = buf;
     f->len = len;

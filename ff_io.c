@@ -69,7 +69,7 @@ int ff_atomic_init(struct ff_atomic *a, const char *path, const struct ff_option
 
 void ff_atomic_init_lent(struct ff_atomic *a, const char *path, size_t path_len,
                          const struct ff_options *opt, const struct ff_eintr *intr,
-                         char *temp_buf, size_t temp_buf_size)
+                         char *temp_buf)
 {
     memset(a, 0, offsetof(struct ff_atomic, old));     /* old: only read with have_old */
     a->fd = -1;
@@ -80,9 +80,6 @@ void ff_atomic_init_lent(struct ff_atomic *a, const char *path, size_t path_len,
     a->target_len = path_len;
     a->target_lent = 1;
     a->temp_buf = temp_buf;
-    /* a size past FF_TEMP_BUF is never needed: a longer temp is no path */
-    a->temp_buf_size = temp_buf ? (unsigned)(temp_buf_size < FF_TEMP_BUF ? temp_buf_size
-                                                                           : FF_TEMP_BUF) : 0;
 }
 
 /* The target's string gives way to a new one (next, ours). */
@@ -548,7 +545,7 @@ int ff_atomic_create_named(struct ff_atomic *a, long pid, const char *suffix, si
     if (err)
         return err;
 
-    a->temp = a->temp_buf && len + FF_TEMP_EXTRA <= a->temp_buf_size ? a->temp_buf
+    a->temp = a->temp_buf && len + FF_TEMP_EXTRA <= FF_TEMP_BUF ? a->temp_buf
               : malloc(len + FF_TEMP_EXTRA);
     if (!a->temp)
         return ENOMEM;
@@ -1066,17 +1063,6 @@ void ff_atomic_discard(struct ff_atomic *a)
     a->temp = a->target = a->acl = NULL;
     a->target_lent = 0;
     errno = saved;
-}
-
-struct ff_atomic ff_atomic_hand_over(struct ff_atomic *a)
-{
-    struct ff_atomic copy = *a;
-
-    /* every field discard frees, closes or removes */
-    a->fd = -1;
-    a->created = 0;
-    a->temp = a->target = a->acl = NULL;
-    return copy;
 }
 
 void ff_atomic_forget(struct ff_atomic *a)

@@ -95,7 +95,7 @@ struct ff_atomic {
      * (ff_atomic_init_lent; the batch names its temps in a block of its own):
      * target is the caller's string until symlinks replace it, temp in the
      * caller's buffer when it fits. Neither is freed then. */
-    char *temp_buf;    /* temp_buf_size bytes of the caller's (a batch: temp's slot), or NULL */
+    char *temp_buf;    /* FF_TEMP_BUF bytes of the caller's (a batch: temp's slot), or NULL */
     int target_lent;   /* target is the caller's, not ours to free */
     int fd;            /* the temp's fd, -1 once closed */
     int created;       /* 1 while the file at temp is ours to remove */
@@ -115,7 +115,6 @@ struct ff_atomic {
      * replace the temp by name, so the rename, and the cleanup's unlink,
      * first check the name still is this file (ff_atomic_temp_ours). */
     int have_id;
-    unsigned temp_buf_size; /* (in have_id's padding: the struct stays 280 bytes) */
     dev_t id_dev;
     ino_t id_ino;
     struct stat old;   /* last: read only with have_old, so init leaves it as it is */
@@ -140,13 +139,12 @@ int ff_atomic_init(struct ff_atomic *a, const char *path, const struct ff_option
                    const struct ff_eintr *intr);
 
 /* ff_atomic_init without copying path: it must outlive a (until
- * ff_atomic_discard); the temp name is made in temp_buf (temp_buf_size
- * bytes, living as long) when it fits, that is when the target's length
- * (after symlinks) + FF_TEMP_EXTRA is at most temp_buf_size; else it is
- * allocated. No heap for the usual call. Cannot fail. */
+ * ff_atomic_discard); the temp name is made in temp_buf (FF_TEMP_BUF
+ * bytes, living as long) when it fits. No heap for the usual call.
+ * Cannot fail. */
 void ff_atomic_init_lent(struct ff_atomic *a, const char *path, size_t path_len,
                          const struct ff_options *opt, const struct ff_eintr *intr,
-                         char *temp_buf, size_t temp_buf_size);
+                         char *temp_buf);
 
 /* Follow symlinks (follow_symlinks) and lstat the old target (preserve,
  * if_changed). */
@@ -198,11 +196,6 @@ void ff_atomic_note_temp(struct ff_atomic *a, int dirfd, const char *name);
  * or name (relative to dirfd) still is that file; else ESTALE, with
  * a->step FF_STEP_TEMP_GONE. No intr callback runs. */
 int ff_atomic_temp_ours(struct ff_atomic *a, int dirfd, const char *name);
-
-/* A copy of a that owns what a owned (fd, temp, paths, ACL), a left with
- * nothing for discard to free or remove: the streaming writer keeps the
- * copy between its calls while a guarded scope's discard runs on a. */
-struct ff_atomic ff_atomic_hand_over(struct ff_atomic *a);
 
 /* write(2) all of buf, retrying short writes and EINTR. A write that
  * returns 0 is reported as ENOSPC. */

@@ -623,13 +623,12 @@ bool ffxs_start_write(pTHX_ struct ff_atomic *a, struct ffxs_path *path,
                       const struct ff_options *opt,
                       const struct ff_eintr *intr, IV pid, const char *op,
                       const char *buf, STRLEN len, const char *tail, STRLEN tail_len,
-                      char *temp_buf, size_t temp_buf_size, const char *suffix,
-                      size_t suffix_len)
+                      char *temp_buf, const char *suffix, size_t suffix_len)
 {
     int err;
 
     if (temp_buf) {
-        ff_atomic_init_lent(a, path->pv, path->len, opt, intr, temp_buf, temp_buf_size);
+        ff_atomic_init_lent(a, path->pv, path->len, opt, intr, temp_buf);
     } else {
         err = ff_atomic_init(a, path->pv, opt, intr);
         if (err)

@@ -357,7 +357,7 @@ PERL_STATIC_INLINE bool S_name_copy(SV *sv, char *buf, struct ffxs_path *path)
  * then tail already, the temp created. FALSE when the target is unchanged
  * (nothing created). op names the caller in warnings; pid is $$ of the
  * call. Croaks for every failure.
- * temp_buf (temp_buf_size bytes): a caller whose path string and buffer
+ * temp_buf (FF_TEMP_BUF bytes): a caller whose path string and buffer
  * outlive the replacement (file_set_contents' frame, the writer's own
  * block) lends them: path's string is the target and the temp name is
  * made in temp_buf where it fits (ff_atomic_init_lent), no heap; that
@@ -371,12 +371,11 @@ bool ffxs_start_write(pTHX_ struct ff_atomic *a, struct ffxs_path *path,
                       const struct ff_options *opt,
                       const struct ff_eintr *intr, IV pid, const char *op,
                       const char *buf, STRLEN len, const char *tail, STRLEN tail_len,
-                      char *temp_buf, size_t temp_buf_size, const char *suffix,
-                      size_t suffix_len);
+                      char *temp_buf, const char *suffix, size_t suffix_len);
 #define start_write(a, path, opt, intr, pid, op, buf, len, tail, tail_len, temp_buf, \
-                    temp_buf_size, suffix, suffix_len) \
+                    suffix, suffix_len) \
     ffxs_start_write(aTHX_ a, path, opt, intr, pid, op, buf, len, tail, tail_len, temp_buf, \
-                     temp_buf_size, suffix, suffix_len)
+                     suffix, suffix_len)
 
 #if defined(__GNUC__) && __GNUC__ >= 4
 #pragma GCC visibility pop

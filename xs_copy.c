@@ -142,7 +142,7 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
         guard.atomic = a;
         guard.reading = FALSE;
         if (!start_write(a, &dst_name, &opt, &intr, pid, op, bytes, len, ors, ors_len,
-                         NULL, 0, suffix, suffix_len)) {
+                         NULL, suffix, suffix_len)) {
             LEAVE;
             SETERRNO(len + ors_len ? 0 : ENOTTY, 0);
             return 0;
@@ -172,7 +172,7 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
         guard.atomic = a;
         guard.reading = FALSE;
         (void)start_write(a, &dst_name, &opt, &intr, pid, op, "", 0, NULL, 0,
-                      NULL, 0, suffix, suffix_len);
+                      NULL, suffix, suffix_len);
         a->step = FF_STEP_WRITE;
         /* the kernel moves the bytes where it can (never when the first
          * block is in buf already), read and write do the rest */

@@ -321,7 +321,7 @@ SV *ffxs_writer_new(pTHX_ HV *own, SV *klass, SV *filename, SV *opts)
     HV *stash;
     char *block, suffix[FF_PID_SUFFIX_MAX];
     bool force_utf8 = FALSE;
-    size_t size = FF_WRITER_DEFAULT_SIZE, temp_size, first_cap, suffix_len;
+    size_t size = FF_WRITER_DEFAULT_SIZE, first_cap, suffix_len;
     /* a scope of its own, without ENTER (no local() is made here) */
     const I32 saved_ix = PL_savestack_ix;
 
@@ -349,15 +349,13 @@ SV *ffxs_writer_new(pTHX_ HV *own, SV *klass, SV *filename, SV *opts)
     writer_options(opts, &opt, &force_utf8, &size);
 
     /* One block for all the writer keeps: the struct, the temp's name
-     * (FF_TEMP_EXTRA beyond the target's, where the kernel could take it;
-     * a longer one, or one that symlinks make longer, is allocated) and
-     * the buffer's first memory (up to FF_WBUF_FIRST_CAP, the first
-     * allocation it would make). The target is path's own string: w->path
-     * holds it, private (a snapshot or overloading's result), unchanged. */
-    temp_size = SvCUR(path) < FF_TEMP_BUF - FF_TEMP_EXTRA ? SvCUR(path) + FF_TEMP_EXTRA
-                                                         : FF_TEMP_BUF;
+     * (FF_TEMP_BUF, as start_write's lent mode takes it: a temp too long
+     * for it, after symlinks, is allocated) and the buffer's first memory
+     * (up to FF_WBUF_FIRST_CAP, the first allocation it would make). The
+     * target is path's own string: w->path holds it, private (a snapshot
+     * or overloading's result), unchanged. */
     first_cap = size < FF_WBUF_FIRST_CAP ? size : FF_WBUF_FIRST_CAP;
-    Newx(block, sizeof(struct ff_writer) + temp_size + first_cap, char);
+    Newx(block, sizeof(struct ff_writer) + FF_TEMP_BUF + first_cap, char);
     w = (struct ff_writer *)block;
     Zero(w, 1, struct ff_writer);
     w->a.fd = w->a.step_fd = -1;        /* nothing to close until start_write sets it up */
@@ -375,7 +373,7 @@ SV *ffxs_writer_new(pTHX_ HV *own, SV *klass, SV *filename, SV *opts)
                              * subclass may rebless the object */
     w->self = SvRV(obj);
     w->path = SvREFCNT_inc_simple_NN(path);
-    ff_wbuf_init(&w->wb, size, block + sizeof(struct ff_writer) + temp_size, first_cap);
+    ff_wbuf_init(&w->wb, size, block + sizeof(struct ff_writer) + FF_TEMP_BUF, first_cap);
     w->force_utf8 = force_utf8;
     w->pid = ffxs_pid_suffix(aTHX_ suffix, &suffix_len);
     w->guard.pid = w->pid;
@@ -386,7 +384,7 @@ SV *ffxs_writer_new(pTHX_ HV *own, SV *klass, SV *filename, SV *opts)
         struct ffxs_path wpath = FFXS_PATH_OF(path);
 
         start_write(&w->a, &wpath, &opt, &w->intr, w->pid, FF_WRITER_CLASS "->new", NULL, 0,
-                    NULL, 0, block + sizeof(struct ff_writer), temp_size, suffix, suffix_len);
+                    NULL, 0, block + sizeof(struct ff_writer), suffix, suffix_len);
     }
     /* any code may run before commit: it checks the temp is still this
      * file (one fstat here, one fstatat there) */
