@@ -96,6 +96,7 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
     struct ff_call call;                     /* this frame outlives its scope */
     struct ff_atomic *a = &call.atomic;
     IV perm_iv = 0644;                       /* a plain integer perm, read at once */
+    HV *opts_hv = NULL;                      /* a plain options hash, taken at once */
     bool force_ok = FALSE, force_true = FALSE;  /* a plain force_utf8, read at once */
     STRLEN shared_len = 0;
     struct ffxs_path path;
@@ -147,6 +148,14 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
                                                    | SVp_NOK | SVp_POK | SVf_IVisUV)) == SVf_IOK) {
             perm_iv = SvIVX(perm);
             perm = NULL;
+        } else if (!SvMAGICAL(perm) && SvROK(perm) && SvTYPE(SvRV(perm)) == SVt_PVHV
+                   && !SvOBJECT(SvRV(perm))) {
+            /* the options hash, taken now (its reference is all a
+             * snapshot would keep): held, as the reference would hold it,
+             * until the call ends */
+            opts_hv = (HV *)SvRV(perm);
+            hold_in_scope((SV *)opts_hv);
+            perm = NULL;
         } else {
             perm = snapshot(perm);
         }
@@ -175,7 +184,9 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
     Zero(&opt, 1, struct ff_options);
     opt.perm = (mode_t)perm_iv;
     force_utf8 = force_true;
-    if (perm || force)          /* not plain values, read above */
+    if (opts_hv)
+        options_arg(opts_hv, force, force_ok, &opt, &force_utf8, op);
+    else if (perm || force)     /* not plain values, read above */
         write_args(perm, force, force_ok, &opt, &force_utf8, op);
     if (call.share.pv) {
         /* a byte string: written as it is, or as UTF-8 (Latin-1) with
@@ -418,42 +429,56 @@ static SV *S_read_record(pTHX_ int fd, SV *path, const struct ff_eintr *intr)
 }
 #define read_record(fd, path, intr) S_read_record(aTHX_ fd, path, intr)
 
-/* The first line of fd without its "\n" (the default $/, the fast path:
- * one 8 KiB read for a short line); NULL for an empty file. */
-static SV *S_read_line(pTHX_ int fd, SV *path, const struct ff_eintr *intr)
+/* The first line of *fd without its "\n" (the default $/, the fast path):
+ * read into a block on the stack, the line copied into an SV of its own
+ * length (no 8 KiB buffer handed to the caller's variable for a short
+ * line); a line longer than the block goes on in an SV that grows. NULL
+ * for an empty file. On a read error *fd is closed before the croak. */
+static SV *S_read_line(pTHX_ int *fd, struct ffxs_path *path, const struct ff_eintr *intr)
 {
-    SV *line;
-    size_t cap = FF_LINE_BLOCK, total = 0, got;
+    char block[FF_LINE_BLOCK], *buf = block;
+    SV *line = NULL;
+    size_t cap = sizeof block, total = 0, got;
     int err;
 
-    line = sv_2mortal(newSV(cap));
     for (;;) {
         char *nl;
 
-        err = ff_read_some(fd, SvPVX(line) + total, cap - total, &got, intr);
+        err = ff_read_some(*fd, buf + total, cap - total, &got, intr);
         if (err == EISDIR) {
             SETERRNO(EISDIR, 0);        /* $! as the reference leaves it */
             return NULL;
         }
-        if (err)
-            croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(path));
+        if (err) {
+            ff_close_read(*fd);
+            *fd = -1;
+            croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(path_sv(path)));
+        }
         if (got == 0) {
             if (total == 0)
                 return NULL;
             break;
         }
-        nl = (char *)memchr(SvPVX(line) + total, '\n', got);
+        nl = (char *)memchr(buf + total, '\n', got);
         total += got;
         if (nl) {
-            total = (size_t)(nl - SvPVX(line));  /* chomp: the line without "\n" */
+            total = (size_t)(nl - buf);          /* chomp: the line without "\n" */
             SETERRNO(ENOTTY, 0);                 /* see file_read_firstline */
             break;
         }
         if (total == cap) {                      /* a long line: keep reading */
             cap *= 2;
-            SvGROW(line, cap + 1);
+            if (!line) {
+                line = sv_2mortal(newSV(cap));
+                Copy(block, SvPVX(line), total, char);
+            } else {
+                SvGROW(line, cap + 1);
+            }
+            buf = SvPVX(line);
         }
     }
+    if (!line)
+        return sv_2mortal(newSVpvn(block, total));
     SvCUR_set(line, total);
     return line;
 }
@@ -462,49 +487,74 @@ static SV *S_read_line(pTHX_ int fd, SV *path, const struct ff_eintr *intr)
 static SV *S_file_read_firstline(pTHX_ SV *filename)
 {
     const char *op = "file_read_firstline";
-    SV *path, *line;
+    SV *line;
     /* a child forked by a handler may not read on from the shared offset */
     struct ff_guard guard = { NULL, 0, FALSE, TRUE, FF_GUARD_PERL, NULL };
     struct ff_eintr intr = { ffxs_on_eintr, &guard };
+    struct ffxs_path path;
+    char name_buf[FF_NAME_BUF];         /* a plain name's snapshot */
+    bool named = FALSE;
     int fd = -1, err;
+    /* this function's own scope, without ENTER (see file_get_contents): fd
+     * is closed by hand before each croak and the return; its close goes on
+     * the savestack only where a signal handler could die (guard.unwind_fd)
+     * or for a $/ other than "\n" */
+    const I32 saved_ix = PL_savestack_ix;
 
-    ENTER;   /* closes fd when this function returns or croaks */
     if (filename) {
         SvGETMAGIC(filename);
-        filename = name_snapshot(filename);
+        if (name_copy(filename, name_buf, &path))
+            named = TRUE;
+        else
+            filename = name_snapshot(filename);
     }
-    /* no name: undef, as the reference's open of it fails */
-    if (!filename || !SvOK(filename) || (SvPOKp(filename) && SvCUR(filename) == 0)) {
-        if (!filename || !SvOK(filename))
-            warn_soft(packWARN(WARN_UNINITIALIZED), FALSE, "Use of uninitialized value in %s", op);
-        LEAVE;
-        SETERRNO(ENOENT, LIB_INVARG);
-        return &PL_sv_undef;
-    }
-    path = path_arg(filename, NULL);
+    if (!named) {
+        SV *name;
 
-    close_read_at_leave(&fd);
-    err = safe_path(path, op)
-              ? ff_open_read(SvPVX(path), &fd, &intr) : ENOENT;   /* as open: whatever a
-                                                                    * warning handler did */
+        /* no name: undef, as the reference's open of it fails */
+        if (!filename || !SvOK(filename) || (SvPOKp(filename) && SvCUR(filename) == 0)) {
+            if (!filename || !SvOK(filename))
+                warn_soft(packWARN(WARN_UNINITIALIZED), FALSE, "Use of uninitialized value in %s",
+                          op);
+            SETERRNO(ENOENT, LIB_INVARG);
+            return &PL_sv_undef;
+        }
+        name = path_arg(filename, NULL);
+        {
+            struct ffxs_path of_sv = FFXS_PATH_OF(name);
+
+            path = of_sv;
+        }
+    }
+
+    guard.unwind_fd = &fd;
+    err = !memchr(path.pv, '\0', path.len) || safe_path(path_sv(&path), op)
+              ? ff_open_read(path.pv, &fd, &intr) : ENOENT;   /* as open: whatever a
+                                                               * warning handler did */
     if (err == ENOENT) {
-        LEAVE;
+        LEAVE_SCOPE(saved_ix);
         SETERRNO(err, 0);
         return &PL_sv_undef;
     }
     if (err)
-        croak_errno(err, "file '%" SVf "' exists but open for reading failed - ", SVfARG(path));
+        croak_errno(err, "file '%" SVf "' exists but open for reading failed - ",
+                    SVfARG(path_sv(&path)));   /* (no fd) */
 
     /* NULL: an empty file, or a directory (the reference reads nothing
      * from it; $! stays EISDIR). $! as the reference's readline leaves it:
      * its open's ENOTTY (perl asks isatty) when the record ended before the
      * end of the file, 0 when the read reached it; the readers set it. */
     SETERRNO(0, 0);
-    line = SvPOK(PL_rs) && SvCUR(PL_rs) == 1 && *SvPVX(PL_rs) == '\n'
-               ? read_line(fd, path, &intr)
-               : read_record(fd, path, &intr);
+    if (SvPOK(PL_rs) && SvCUR(PL_rs) == 1 && *SvPVX(PL_rs) == '\n') {
+        line = read_line(&fd, &path, &intr);
+    } else {
+        close_read_at_leave(&fd);
+        line = read_record(fd, path_sv(&path), &intr);
+    }
     err = errno;
-    LEAVE;
+    ff_close_read(fd);
+    fd = -1;
+    LEAVE_SCOPE(saved_ix);
     SETERRNO(err, 0);
     if (!line)
         return &PL_sv_undef;

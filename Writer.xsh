@@ -10,7 +10,8 @@ PROTOTYPES: DISABLE
 void
 new(SV *klass, SV *filename, SV *opts = NULL)
   PPCODE:
-    XPUSHs(writer_new(klass, filename, opts));
+    /* own package: where this XSUB's glob is (CvSTASH is where it was booted from) */
+    XPUSHs(writer_new(CvGV(cv) ? GvSTASH(CvGV(cv)) : NULL, klass, filename, opts));
 
 void
 print(FastFile::Writer self, ...)

@@ -728,8 +728,13 @@ int ff_write_tail_all(int fd, const char *buf, size_t len, const char *tail, siz
     return err ? err : ff_write_all(fd, tail, tail_len, intr);
 }
 
-/* The writer's buffer starts at this and doubles up to its size. */
-#define FF_WBUF_FIRST_CAP 8192
+void ff_wbuf_init(struct ff_wbuf *b, size_t size, char *first, size_t first_cap)
+{
+    b->buf = b->first = first;
+    b->len = 0;
+    b->cap = first ? first_cap : 0;
+    b->size = size;
+}
 
 int ff_wbuf_fills(const struct ff_wbuf *b, size_t n)
 {
@@ -748,7 +753,13 @@ static int wbuf_reserve(struct ff_wbuf *b, size_t need)
         cap *= 2;
     if (cap > b->size)
         cap = b->size;
-    buf = realloc(b->buf, cap);
+    if (b->buf && b->buf == b->first) {     /* out of the lent memory: to the heap */
+        buf = malloc(cap);
+        if (buf)
+            memcpy(buf, b->buf, b->len);
+    } else {
+        buf = realloc(b->buf, cap);
+    }
     if (!buf)
         return ENOMEM;
     b->buf = buf;
@@ -794,8 +805,9 @@ int ff_wbuf_flush(struct ff_wbuf *b, int fd, const struct ff_eintr *intr)
 
 void ff_wbuf_free(struct ff_wbuf *b)
 {
-    free(b->buf);
-    b->buf = NULL;
+    if (b->buf != b->first)
+        free(b->buf);
+    b->buf = b->first = NULL;
     b->len = b->cap = 0;
 }
 
@@ -1051,17 +1063,6 @@ void ff_atomic_discard(struct ff_atomic *a)
     a->temp = a->target = a->acl = NULL;
     a->target_lent = 0;
     errno = saved;
-}
-
-struct ff_atomic ff_atomic_hand_over(struct ff_atomic *a)
-{
-    struct ff_atomic copy = *a;
-
-    /* every field discard frees, closes or removes */
-    a->fd = -1;
-    a->created = 0;
-    a->temp = a->target = a->acl = NULL;
-    return copy;
 }
 
 void ff_atomic_forget(struct ff_atomic *a)

@@ -22,6 +22,7 @@
 #define FF_IO_H
 
 #include <stddef.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -196,11 +197,6 @@ void ff_atomic_note_temp(struct ff_atomic *a, int dirfd, const char *name);
  * a->step FF_STEP_TEMP_GONE. No intr callback runs. */
 int ff_atomic_temp_ours(struct ff_atomic *a, int dirfd, const char *name);
 
-/* A copy of a that owns what a owned (fd, temp, paths, ACL), a left with
- * nothing for discard to free or remove: the streaming writer keeps the
- * copy between its calls while a guarded scope's discard runs on a. */
-struct ff_atomic ff_atomic_hand_over(struct ff_atomic *a);
-
 /* write(2) all of buf, retrying short writes and EINTR. A write that
  * returns 0 is reported as ENOSPC. */
 int ff_write_all(int fd, const char *buf, size_t len, const struct ff_eintr *intr);
@@ -211,16 +207,40 @@ int ff_write_tail_all(int fd, const char *buf, size_t len, const char *tail, siz
                       const struct ff_eintr *intr);
 
 /* The streaming writer's buffer. Zeroed, with size set, it is empty and
- * holds no memory: buf is allocated as it fills, doubling, never past size. */
+ * holds no memory: buf is allocated as it fills, doubling from
+ * FF_WBUF_FIRST_CAP, never past size. ff_wbuf_init can lend it its first
+ * memory instead (the writer's own block): used until it is full, never
+ * freed here. */
 struct ff_wbuf {
     char *buf;
     size_t len;        /* bytes waiting */
     size_t cap;        /* bytes allocated */
     size_t size;       /* buffer_size: one write(2) each time len reaches it */
+    char *first;       /* the lent first memory, or NULL: buf is ours to free unless it is this */
 };
+
+#define FF_WBUF_FIRST_CAP 8192
+
+/* An empty buffer of size (>= 1) that starts in first[0..first_cap), the
+ * caller's memory (living as long as b is used), or with first NULL on the
+ * heap when it first fills. */
+void ff_wbuf_init(struct ff_wbuf *b, size_t size, char *first, size_t first_cap);
 
 /* 1 when appending n bytes fills the buffer, that is, writes. */
 int ff_wbuf_fills(const struct ff_wbuf *b, size_t n);
+
+/* Append buf[0..n) when the memory the buffer has holds it without filling
+ * it (no write(2), no allocation): 1, else 0 with nothing done. */
+static inline int ff_wbuf_copy_in(struct ff_wbuf *b, const char *buf, size_t n)
+{
+    if (n >= b->size - b->len || n > b->cap - b->len)
+        return 0;
+    if (n) {            /* (an empty buffer may have no memory yet) */
+        memcpy(b->buf + b->len, buf, n);
+        b->len += n;
+    }
+    return 1;
+}
 
 /* Append buf[0..n) to fd through b: copied while the buffer has room, the
  * full buffer written with one write(2) (ff_write_all), and a rest of size
@@ -233,7 +253,8 @@ int ff_wbuf_append(struct ff_wbuf *b, int fd, const char *buf, size_t n,
 /* Write what is buffered, with one write(2) if anything is. */
 int ff_wbuf_flush(struct ff_wbuf *b, int fd, const struct ff_eintr *intr);
 
-/* Free the memory; b stays usable (empty, same size). */
+/* Free the memory (the lent first memory is only no longer used); b stays
+ * usable (empty, same size, on the heap). */
 void ff_wbuf_free(struct ff_wbuf *b);
 
 /* Reading. */

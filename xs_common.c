@@ -184,14 +184,20 @@ void ffxs_croak_unless_safe(pTHX_ SV *path, const char *op, IV pid)
         croak_errno(ENOENT, "unable to open file '%" SVf ".tmp.%" IVdf "' - ", SVfARG(path), pid);
 }
 
+void ffxs_options_arg(pTHX_ HV *hv, SV *force, bool force_ok, struct ff_options *opt,
+                      bool *force_utf8, const char *op)
+{
+    if (force ? SvOK(force) : force_ok)
+        croak("force_utf8 argument given with an options hash: use its 'utf8' key\n");
+    parse_options(hv, opt, force_utf8, NULL, op);
+}
+
 void ffxs_write_args(pTHX_ SV *perm, SV *force, bool force_ok, struct ff_options *opt,
                      bool *force_utf8, const char *op)
 {
     /* only a plain hash is options: an object numifies, as in the reference */
     if (perm && SvROK(perm) && SvTYPE(SvRV(perm)) == SVt_PVHV && !SvOBJECT(SvRV(perm))) {
-        if (force ? SvOK(force) : force_ok)
-            croak("force_utf8 argument given with an options hash: use its 'utf8' key\n");
-        parse_options((HV *)SvRV(perm), opt, force_utf8, NULL, op);
+        options_arg((HV *)SvRV(perm), force, force_ok, opt, force_utf8, op);
         return;
     }
     if (perm && SvOK(perm)) {
@@ -532,46 +538,77 @@ static bool S_flag_value(pTHX_ const char *key, SV *val)
 }
 #define flag_value(key, val) S_flag_value(aTHX_ key, val)
 
+/* One option: key[0..klen) of he, its value val (get-magic run). */
+static void S_option(pTHX_ HE *he, const char *key, STRLEN klen, SV *val, struct ff_options *opt,
+                     bool *force_utf8, SV **buffer_size, const char *op)
+{
+#define KEY_IS(name) (klen == sizeof(name) - 1 && memEQ(key, name, klen))
+    if (KEY_IS("perm")) {
+        if (SvOK(val) && SvTAINTED(val)) {  /* as the positional $perm, as sysopen */
+            TAINT;
+            taint_proper(NULL, op);
+        }
+        if (SvOK(val)) {
+            /* a number is one (a dualvar by its number, as sysopen
+             * reads it); a string must look like one */
+            NV mode = SvROK(val) || !(SvNIOK(val) || looks_like_number(val))
+                          ? -1 : number_arg(val, "perm");
+            if (!(mode >= 0 && mode <= 07777 && mode == (NV)(IV)mode))  /* NaN fails too */
+                croak("invalid value for option 'perm'\n");
+            opt->perm = (mode_t)mode;
+        }
+    }
+    else if (KEY_IS("utf8"))            *force_utf8 = flag_value(key, val);
+    else if (KEY_IS("fsync"))           opt->fsync = flag_value(key, val);
+    else if (KEY_IS("preserve"))        opt->preserve = flag_value(key, val);
+    else if (KEY_IS("if_changed"))      opt->if_changed = flag_value(key, val);
+    else if (KEY_IS("mkdir"))           opt->mkdir = flag_value(key, val);
+    else if (KEY_IS("follow_symlinks")) opt->follow_symlinks = flag_value(key, val);
+    else if (KEY_IS("noclobber"))       opt->noclobber = flag_value(key, val);
+    else if (buffer_size && KEY_IS("buffer_size"))
+        *buffer_size = val;
+    else
+        croak("unknown option '%" SVf "'\n", SVfARG(hv_iterkeysv(he)));
+#undef KEY_IS
+}
+
 void ffxs_parse_options(pTHX_ HV *hv, struct ff_options *opt, bool *force_utf8,
                         SV **buffer_size, const char *op)
 {
     HE *he;
 
+    /* A plain hash: its entries read where they are, without perl's
+     * iterator (nor resetting the caller's each), as long as their values
+     * have no magic: nothing read then runs user code (no FETCH; a
+     * reference value is refused before it is used, so no overloading),
+     * so the hash cannot change under the walk. At the first value with
+     * magic, the iterator reads them all: those read already again, which
+     * sets the same options (their reading has no side effect). */
+    if (!SvMAGICAL(hv) && HvARRAY(hv)) {
+        HE **b = HvARRAY(hv), **last = b + HvMAX(hv);
+        STRLEN left = HvTOTALKEYS(hv);       /* (placeholders too: the walk sees them) */
+
+        for (; left && b <= last; b++)
+            for (he = *b; he; he = HeNEXT(he)) {
+                left--;
+                if (HeVAL(he) == &PL_sv_placeholder)    /* a restricted hash's deleted key */
+                    continue;
+                if (SvMAGICAL(HeVAL(he)))
+                    goto iterate;
+                S_option(aTHX_ he, HeKEY(he), HeKLEN(he), HeVAL(he), opt, force_utf8,
+                         buffer_size, op);
+            }
+        return;
+    }
+  iterate:
     hv_iterinit(hv);
     while ((he = hv_iternext(hv))) {
         STRLEN klen;
         const char *key = HePV(he, klen);
         SV *val = hv_iterval(hv, he);
-#define KEY_IS(name) (klen == sizeof(name) - 1 && memEQ(key, name, klen))
 
         SvGETMAGIC(val);
-        if (KEY_IS("perm")) {
-            if (SvOK(val) && SvTAINTED(val)) {  /* as the positional $perm, as sysopen */
-                TAINT;
-                taint_proper(NULL, op);
-            }
-            if (SvOK(val)) {
-                /* a number is one (a dualvar by its number, as sysopen
-                 * reads it); a string must look like one */
-                NV mode = SvROK(val) || !(SvNIOK(val) || looks_like_number(val))
-                              ? -1 : number_arg(val, "perm");
-                if (!(mode >= 0 && mode <= 07777 && mode == (NV)(IV)mode))  /* NaN fails too */
-                    croak("invalid value for option 'perm'\n");
-                opt->perm = (mode_t)mode;
-            }
-        }
-        else if (KEY_IS("utf8"))            *force_utf8 = flag_value(key, val);
-        else if (KEY_IS("fsync"))           opt->fsync = flag_value(key, val);
-        else if (KEY_IS("preserve"))        opt->preserve = flag_value(key, val);
-        else if (KEY_IS("if_changed"))      opt->if_changed = flag_value(key, val);
-        else if (KEY_IS("mkdir"))           opt->mkdir = flag_value(key, val);
-        else if (KEY_IS("follow_symlinks")) opt->follow_symlinks = flag_value(key, val);
-        else if (KEY_IS("noclobber"))       opt->noclobber = flag_value(key, val);
-        else if (buffer_size && KEY_IS("buffer_size"))
-            *buffer_size = val;
-        else
-            croak("unknown option '%" SVf "'\n", SVfARG(hv_iterkeysv(he)));
-#undef KEY_IS
+        S_option(aTHX_ he, key, klen, val, opt, force_utf8, buffer_size, op);
     }
 }
 

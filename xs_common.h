@@ -170,6 +170,13 @@ void ffxs_write_args(pTHX_ SV *perm, SV *force, bool force_ok, struct ff_options
 #define write_args(perm, force, force_ok, opt, force_utf8, op) \
     ffxs_write_args(aTHX_ perm, force, force_ok, opt, force_utf8, op)
 
+/* write_args for an options hash hv (the perm argument's referent, taken
+ * as a plain hash): force_utf8 refused beside it, the options parsed. */
+void ffxs_options_arg(pTHX_ HV *hv, SV *force, bool force_ok, struct ff_options *opt,
+                      bool *force_utf8, const char *op);
+#define options_arg(hv, force, force_ok, opt, force_utf8, op) \
+    ffxs_options_arg(aTHX_ hv, force, force_ok, opt, force_utf8, op)
+
 /* The readers' $max (a snapshot, or NULL): false means 1 MiB (the pmxcfs
  * file size limit); compared as a number, as the reference's
  * "$total > $max": one that is no number (NaN) or huge means no limit
@@ -350,13 +357,15 @@ PERL_STATIC_INLINE bool S_name_copy(SV *sv, char *buf, struct ffxs_path *path)
  * then tail already, the temp created. FALSE when the target is unchanged
  * (nothing created). op names the caller in warnings; pid is $$ of the
  * call. Croaks for every failure.
- * temp_buf (FF_TEMP_BUF bytes): a call whose frame outlives the
- * replacement (file_set_contents) lends it path's string and this buffer
- * for the temp name, no heap; that caller has registered a's discard in
- * its own scope already (one destructor for all it holds; a->target NULL
- * until a is set up here). NULL (the writer, which keeps a): path is
- * copied and a's discard registered in the caller's scope (a croak from
- * here on leaves nothing behind).
+ * temp_buf (FF_TEMP_BUF bytes): a caller whose path string and buffer
+ * outlive the replacement (file_set_contents' frame, the writer's own
+ * block) lends them: path's string is the target and the temp name is
+ * made in temp_buf where it fits (ff_atomic_init_lent), no heap; that
+ * caller has made sure a's discard runs however it ends (file_set_contents:
+ * one destructor for all it holds, a->target NULL until a is set up here;
+ * the writer: its object's free magic). NULL: path is copied and a's
+ * discard registered in the caller's scope (a croak from here on leaves
+ * nothing behind).
  * suffix: ".tmp.<pid>" made already (ffxs_pid_suffix), or NULL. */
 bool ffxs_start_write(pTHX_ struct ff_atomic *a, struct ffxs_path *path,
                       const struct ff_options *opt,

@@ -85,9 +85,10 @@ static void S_writer_own_process(pTHX_ const struct ff_writer *w)
 }
 #define writer_own_process(w) S_writer_own_process(aTHX_ w)
 
-/* w, ready for data. Call it inside ENTER/LEAVE: user code (magic,
- * overloading, signal handlers) may drop the last reference, so w is kept
- * alive until that scope is left; converted payloads are freed there too. */
+/* w, ready for data. Call it inside a scope (ENTER .. LEAVE, or saved_ix ..
+ * LEAVE_SCOPE): user code (magic, overloading, signal handlers) may drop
+ * the last reference, so w is kept alive until that scope is left;
+ * converted payloads are freed there too. */
 static void S_writer_hold(pTHX_ struct ff_writer *w)
 {
     hold_in_scope(w->self);
@@ -95,29 +96,35 @@ static void S_writer_hold(pTHX_ struct ff_writer *w)
 }
 #define writer_hold(w) S_writer_hold(aTHX_ w)
 
-/* A guarded step succeeded: leave its discard nothing to remove, and
- * return the replacement, to be put back once the scope is left. */
-static struct ff_atomic disarm(struct ff_atomic *a)
+/* Savestack destructor of a writer step: one cut short (a croak, a die
+ * from a signal handler run on EINTR) leaves the writer aborted, its temp
+ * closed and removed; one that succeeded (the writer open again) is left
+ * alone. */
+static void S_step_unwound(pTHX_ void *writer)
 {
-    return ff_atomic_hand_over(a);
+    struct ff_writer *w = (struct ff_writer *)writer;
+
+    PERL_UNUSED_CONTEXT;
+    if (w->state == FF_W_BUSY) {
+        w->state = FF_W_ABORTED;
+        ff_atomic_discard(&w->a);
+    }
 }
 
 /* One step that writes: append buf[0..n) (a snapshot's buffer or a
  * converted copy: nothing user code can reach), or with buf NULL, write
- * the rest and commit. A croak, or a die from a
- * signal handler run on EINTR, unwinds through the discard (temp closed and
- * removed) and a SAVEINT that leaves the writer aborted. */
+ * the rest and commit. Call it with w held (writer_hold): the step's
+ * destructor uses w. Its scope is its own, without ENTER (no local() is
+ * made in it): the destructor runs as it returns, or while a croak
+ * unwinds. */
 static void S_writer_step(pTHX_ struct ff_writer *w, const char *buf, size_t n)
 {
-    struct ff_atomic ready;
+    const I32 saved_ix = PL_savestack_ix;
     int err;
 
     writer_own_process(w);
-    ENTER;
-    w->state = FF_W_ABORTED;
-    SAVEINT(w->state);                  /* left aborted unless it succeeds */
+    SAVEDESTRUCTOR_X(S_step_unwound, w);
     w->state = FF_W_BUSY;
-    discard_at_leave(&w->a);
     w->a.step = FF_STEP_WRITE;
     if (buf)
         err = ff_wbuf_append(&w->wb, w->a.fd, buf, n, &w->intr);
@@ -127,10 +134,8 @@ static void S_writer_step(pTHX_ struct ff_writer *w, const char *buf, size_t n)
     }
     if (err)
         croak_step(&w->a, err, w->path);
-    ready = disarm(&w->a);
-    LEAVE;
-    w->a = ready;
     w->state = FF_W_OPEN;
+    LEAVE_SCOPE(saved_ix);
 }
 #define writer_step(w, buf, n) S_writer_step(aTHX_ w, buf, n)
 
@@ -146,8 +151,10 @@ static void S_writer_chunk(pTHX_ struct ff_writer *w, SV *sv, const char *op)
     const char *buf;
 
     writer_usable(w);                   /* user code for an earlier item may have ended it */
-    if (SvPOK(sv) && !SvUTF8(sv) && !w->force_utf8 && !ff_wbuf_fills(&w->wb, SvCUR(sv))
-        && !ff_wbuf_append(&w->wb, w->a.fd, SvPVX(sv), SvCUR(sv), &w->intr))
+    if (SvPOK(sv) && !SvUTF8(sv) && !w->force_utf8
+        && (ff_wbuf_copy_in(&w->wb, SvPVX(sv), SvCUR(sv))
+            || (!ff_wbuf_fills(&w->wb, SvCUR(sv))
+                && !ff_wbuf_append(&w->wb, w->a.fd, SvPVX(sv), SvCUR(sv), &w->intr))))
         return;
     buf = payload(snapshot(sv), w->force_utf8, &n, op);
     writer_usable(w);                   /* overloading may have ended it */
@@ -181,10 +188,19 @@ static void S_hold_items(pTHX_ I32 ax, I32 items)
 void ffxs_writer_print(pTHX_ struct ff_writer *w, I32 ax, I32 items)
 {
     const char *op = FF_WRITER_CLASS "::print";
-    SV *ofs = GvSV(PL_ofsgv), *ors = NULL;
+    SV *ofs, *ors = NULL;
     I32 i;
+    const I32 saved_ix = PL_savestack_ix;   /* no ENTER: no local() is made here */
 
-    ENTER;
+    /* The usual line: one plain byte string (no magic, so no FETCH), no $\,
+     * and room for it in the buffer: a copy, and no user code can run, so
+     * nothing is held. */
+    if (items == 2 && w->state == FF_W_OPEN && !w->force_utf8
+        && (SvFLAGS(ST(1)) & (SVs_GMG | SVs_SMG | SVs_RMG | SVf_POK | SVf_UTF8)) == SVf_POK
+        && !(PL_ors_sv && SvOK(PL_ors_sv))
+        && ff_wbuf_copy_in(&w->wb, SvPVX(ST(1)), SvCUR(ST(1))))
+        return;
+    ofs = GvSV(PL_ofsgv);
     writer_hold(w);
     if (items > 2) {
         hold_items(ax, items);
@@ -208,7 +224,7 @@ void ffxs_writer_print(pTHX_ struct ff_writer *w, I32 ax, I32 items)
     }
     if (ors)
         writer_chunk(w, ors, op);
-    LEAVE;
+    LEAVE_SCOPE(saved_ix);
 }
 
 void ffxs_writer_printf(pTHX_ struct ff_writer *w, I32 ax, I32 items)
@@ -217,8 +233,8 @@ void ffxs_writer_printf(pTHX_ struct ff_writer *w, I32 ax, I32 items)
     const char *pat;
     STRLEN len;
     I32 i;
+    const I32 saved_ix = PL_savestack_ix;   /* no ENTER: no local() is made here */
 
-    ENTER;
     writer_hold(w);
     if (items < 2)
         croak("Usage: " FF_WRITER_CLASS "::printf(self, format, ...)");
@@ -234,18 +250,19 @@ void ffxs_writer_printf(pTHX_ struct ff_writer *w, I32 ax, I32 items)
         SvUTF8_on(formatted);
     sv_vsetpvfn(formatted, pat, len, NULL, &ST(2), (Size_t)(items - 2), NULL);
     writer_chunk(w, formatted, FF_WRITER_CLASS "::printf");
-    LEAVE;
+    LEAVE_SCOPE(saved_ix);
 }
 
 void ffxs_writer_write(pTHX_ struct ff_writer *w, I32 ax, I32 items)
 {
-    ENTER;
+    const I32 saved_ix = PL_savestack_ix;   /* no ENTER: no local() is made here */
+
     writer_hold(w);
     if (items != 2)
         croak("Usage: " FF_WRITER_CLASS "::write(self, data)");
     SvGETMAGIC(ST(1));
     writer_chunk(w, ST(1), FF_WRITER_CLASS "::write");
-    LEAVE;
+    LEAVE_SCOPE(saved_ix);
 }
 
 /* new's options: file_set_contents's but if_changed, plus buffer_size. */
@@ -277,25 +294,51 @@ static void S_writer_options(pTHX_ SV *opts, struct ff_options *opt, bool *force
 #define writer_options(opts, opt, force_utf8, size) \
     S_writer_options(aTHX_ opts, opt, force_utf8, size)
 
-SV *ffxs_writer_new(pTHX_ SV *klass, SV *filename, SV *opts)
+/* The stash klass (its get-magic run) names, as gv_stashsv(klass,
+ * GV_ADD) finds it, or its object's class. own is the XSUB's package
+ * (its glob's stash): a plain name that is its effective name (which perl keeps
+ * where the package is now reachable, also after a glob assignment moves
+ * it, and clears when it is deleted) is that stash, without a look-up. */
+static HV *S_class_stash(pTHX_ SV *klass, HV *own)
+{
+    const char *name;
+
+    if (SvROK(klass))
+        return SvOBJECT(SvRV(klass)) ? SvSTASH(SvRV(klass)) : gv_stashsv(klass, GV_ADD);
+    if (own && SvPOK(klass) && (name = HvENAME_get(own)) && SvCUR(klass) == (STRLEN)HvENAMELEN_get(own)
+        && !SvUTF8(klass) == !HvENAMEUTF8(own) && memEQ(SvPVX(klass), name, SvCUR(klass)))
+        return own;
+    return gv_stashsv(klass, GV_ADD);
+}
+#define class_stash(klass, own) S_class_stash(aTHX_ klass, own)
+
+SV *ffxs_writer_new(pTHX_ HV *own, SV *klass, SV *filename, SV *opts)
 {
     struct ff_writer *w;
     struct ff_options opt;
-    struct ff_atomic ready;
     SV *path, *obj;
     MAGIC *mg;
     HV *stash;
+    char *block, suffix[FF_PID_SUFFIX_MAX];
     bool force_utf8 = FALSE;
-    size_t size = FF_WRITER_DEFAULT_SIZE;
+    size_t size = FF_WRITER_DEFAULT_SIZE, first_cap, suffix_len;
+    /* a scope of its own, without ENTER (no local() is made here) */
+    const I32 saved_ix = PL_savestack_ix;
 
-    ENTER;
     /* snapshots, before user code (overloading) runs */
     {
         SV *const args[] = { klass, filename, opts };
         hold_args(args);
     }
+    /* the class is all klass is read for: its stash, taken at once (no
+     * user code runs for it; an object klass's overloading is not used).
+     * A plain string or an object is read as it is; anything else from a
+     * snapshot: the look-up's SvPV would run get-magic again, or cache a
+     * string form in the caller's scalar. */
     SvGETMAGIC(klass);
-    klass = snapshot(klass);
+    if (SvMAGICAL(klass) || !(SvPOK(klass) || (SvROK(klass) && SvOBJECT(SvRV(klass)))))
+        klass = snapshot(klass);
+    stash = class_stash(klass, own);
     SvGETMAGIC(filename);
     filename = name_snapshot(filename);
     if (opts) {
@@ -304,15 +347,24 @@ SV *ffxs_writer_new(pTHX_ SV *klass, SV *filename, SV *opts)
     }
     path = path_arg(filename, FF_WRITER_CLASS "->new");
     writer_options(opts, &opt, &force_utf8, &size);
-    stash = SvROK(klass) && SvOBJECT(SvRV(klass)) ? SvSTASH(SvRV(klass))
-                                                 : gv_stashsv(klass, GV_ADD);
 
-    /* From here the object owns w: a croak frees it (its free magic), after
-     * the discard (the savestack, not the tmps stack: die frees mortals first). */
-    Newxz(w, 1, struct ff_writer);
-    w->a.fd = -1;
+    /* One block for all the writer keeps: the struct, the temp's name
+     * (FF_TEMP_BUF, as start_write's lent mode takes it: a temp too long
+     * for it, after symlinks, is allocated) and the buffer's first memory
+     * (up to FF_WBUF_FIRST_CAP, the first allocation it would make). The
+     * target is path's own string: w->path holds it, private (a snapshot
+     * or overloading's result), unchanged. */
+    first_cap = size < FF_WBUF_FIRST_CAP ? size : FF_WBUF_FIRST_CAP;
+    Newx(block, sizeof(struct ff_writer) + FF_TEMP_BUF + first_cap, char);
+    w = (struct ff_writer *)block;
+    Zero(w, 1, struct ff_writer);
+    w->a.fd = w->a.step_fd = -1;        /* nothing to close until start_write sets it up */
     w->state = FF_W_ABORTED;
-    obj = newRV_noinc(newSV(0));
+    /* From here the object owns w: a croak frees it (on the savestack, so
+     * at once, whatever catches the die), and its free magic removes
+     * whatever the writer made (start_write's lent mode: nothing else
+     * discards w->a). */
+    obj = newRV_noinc(newSV_type(SVt_PVMG));     /* magic's type: no upgrade */
     mg = sv_magicext(SvRV(obj), NULL, PERL_MAGIC_ext, &writer_tag, NULL, 0);
     mg->mg_ptr = (char *)w;             /* mg_len 0: perl neither copies nor frees it */
     mg->mg_flags |= MGf_DUP;
@@ -321,9 +373,9 @@ SV *ffxs_writer_new(pTHX_ SV *klass, SV *filename, SV *opts)
                              * subclass may rebless the object */
     w->self = SvRV(obj);
     w->path = SvREFCNT_inc_simple_NN(path);
-    w->wb.size = size;
+    ff_wbuf_init(&w->wb, size, block + sizeof(struct ff_writer) + FF_TEMP_BUF, first_cap);
     w->force_utf8 = force_utf8;
-    w->pid = dollar_pid();
+    w->pid = ffxs_pid_suffix(aTHX_ suffix, &suffix_len);
     w->guard.pid = w->pid;
     w->guard.atomic = &w->a;
     w->intr.fn = ffxs_on_eintr;
@@ -331,29 +383,28 @@ SV *ffxs_writer_new(pTHX_ SV *klass, SV *filename, SV *opts)
     {
         struct ffxs_path wpath = FFXS_PATH_OF(path);
 
-        start_write(&w->a, &wpath, &opt, &w->intr, w->pid, FF_WRITER_CLASS "->new", NULL, 0, NULL, 0,
-                    NULL, NULL, 0);
+        start_write(&w->a, &wpath, &opt, &w->intr, w->pid, FF_WRITER_CLASS "->new", NULL, 0,
+                    NULL, 0, block + sizeof(struct ff_writer), suffix, suffix_len);
     }
     /* any code may run before commit: it checks the temp is still this
      * file (one fstat here, one fstatat there) */
     ff_atomic_note_temp(&w->a, AT_FDCWD, w->a.temp);
-    ready = disarm(&w->a);
-    SvREFCNT_inc_simple_void_NN(obj);
-    LEAVE;
-    w->a = ready;
     w->state = FF_W_OPEN;
+    SvREFCNT_inc_simple_void_NN(obj);
+    LEAVE_SCOPE(saved_ix);
     return sv_2mortal(obj);
 }
 
 void ffxs_writer_commit(pTHX_ struct ff_writer *w)
 {
-    ENTER;
+    const I32 saved_ix = PL_savestack_ix;
+
     writer_hold(w);
     writer_step(w, NULL, 0);
     w->state = FF_W_COMMITTED;
-    ff_atomic_discard(&w->a);   /* only the paths are left to free */
+    ff_atomic_discard(&w->a);   /* only an allocated path is left to free */
     ff_wbuf_free(&w->wb);
-    LEAVE;
+    LEAVE_SCOPE(saved_ix);
 }
 
 /* Close the temp and free the buffer. Only the process that made the temp

@@ -18,9 +18,10 @@ struct ff_writer *ffxs_writer_fetch(pTHX_ SV *self);
 #define writer_fetch(self) ffxs_writer_fetch(aTHX_ self)
 
 /* CLASS->new(filename, opts): the temp file made, the object returned
- * (mortal). Every argument is read once, before anything is touched. */
-SV *ffxs_writer_new(pTHX_ SV *klass, SV *filename, SV *opts);
-#define writer_new(klass, filename, opts) ffxs_writer_new(aTHX_ klass, filename, opts)
+ * (mortal). Every argument is read once, before anything is touched.
+ * own: the package of the XSUB (CvSTASH), or NULL. */
+SV *ffxs_writer_new(pTHX_ HV *own, SV *klass, SV *filename, SV *opts);
+#define writer_new(own, klass, filename, opts) ffxs_writer_new(aTHX_ own, klass, filename, opts)
 
 /* The data methods: ST(1) .. ST(items - 1) of the XSUB's stack (ax). */
 

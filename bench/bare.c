@@ -34,6 +34,8 @@
 
 static const char *file;
 static char tmp[4096];
+static char suffix[32];         /* ".tmp.<pid>", made once, as FastFile caches it */
+static size_t suffix_len;
 #define SPREAD 64
 static char spread_file[SPREAD][4096], spread_tmp[SPREAD][4096];
 static char *buf;
@@ -70,8 +72,19 @@ static void publish(void)
 		die("rename", file);
 }
 
+/* the temp's name from the file's, each call, as FastFile builds it (it is
+ * given a name per call) */
+static void name_temp(void)
+{
+	size_t len = strlen(file);
+
+	memcpy(tmp, file, len);
+	memcpy(tmp + len, suffix, suffix_len + 1);
+}
+
 static void one_call(void)
 {
+	name_temp();
 	write_temp();
 	publish();
 }
@@ -122,7 +135,11 @@ int main(int argc, char **argv)
 	file = argv[2];
 	size = strtoull(argv[3], NULL, 10);
 	n = atol(argv[4]);
-	snprintf(tmp, sizeof tmp, "%s.tmp.%d", file, (int) getpid());
+	suffix_len = (size_t) snprintf(suffix, sizeof suffix, ".tmp.%d", (int) getpid());
+	if (strlen(file) + suffix_len >= sizeof tmp) {
+		fprintf(stderr, "bare: name too long\n");
+		return 2;
+	}
 	if (!(buf = malloc(size ? size : 1)))
 		die("malloc", "");
 	memset(buf, 'x', size);

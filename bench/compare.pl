@@ -506,9 +506,9 @@ push @md, "## Time per call\n",
                 : "Timed on $where[0]{key}.\n")
   . sprintf("Batches last about %g ms on tmpfs and %g ms elsewhere; 64 MiB: %d rounds of %d call(s).\n",
             1000 * $BATCH_SECS, 1000 * $DISK_BATCH_SECS, $BIG_BATCHES, $BIG_CALLS)
-  . ($bare ? "bare C builds its temp name once; FastFile and the Perl writers build `\"\$file.tmp.\$\$\"` on every\n"
-           . "call, and reading `\$\$` costs a `getpid(2)` (perl does not cache it), which is most of\n"
-           . "FastFile's distance to bare C at small sizes.\n" : '');
+  . ($bare ? "bare C builds its temp name from the file's on every call (its `.tmp.<pid>` once), as FastFile\n"
+           . "does (its pid kept without a `getpid(2)` a call); the Perl writers build `\"\$file.tmp.\$\$\"` on every\n"
+           . "call, and their `\$\$` costs a `getpid(2)` (perl does not cache it).\n" : '');
 for my $w (@where) {
     my $T = $time{ $w->{key} };
     my @rows;

@@ -4,7 +4,15 @@
 # replacing one file, in interleaved rounds (one FastFile batch, one bare C
 # batch, order alternating), and the ratio is of the medians of the same
 # run. A quick check of the "within 1.05x of bare C" target without the
-# whole of make bench.
+# whole of make bench. Both make the same four syscalls a call (openat
+# O_WRONLY|O_CREAT|O_EXCL|O_CLOEXEC, write, close, rename: strace -c of
+# either loop), and both build the temp's name from the file's each call
+# (".tmp.<pid>" made once). The FastFile side's time includes perl's loop
+# and call (entersub, the arguments pushed): what a script pays. One line
+# a size: the medians, their ratio, the rounds, and the spread of the
+# rounds' own ratios (each FastFile batch against the bare C batch of its
+# round); the load average before and after, since the machine's other
+# work moves both sides.
 #
 #   perl -Mblib bench/vsbare.pl [rounds] [sizes in KiB...]    (default: 21 rounds, 1 4)
 use strict;
@@ -28,7 +36,15 @@ system($Config{cc}, '-O2', '-o', $bare, "$FindBin::Bin/bare.c") == 0 or die "can
 
 sub median { my @s = sort { $a <=> $b } @_; return $s[$#s / 2] }
 
-printf "%-8s %12s %12s %8s\n", 'size', 'FastFile ns', 'bare C ns', 'ratio';
+sub loadavg {
+    open my $fh, '<', '/proc/loadavg' or return 'unknown';
+    my @l = split ' ', scalar <$fh>;
+    return "@l[0 .. 2]";
+}
+
+printf "load average %s; %s, perl %vd\n", loadavg(), $Config{archname}, $^V;
+printf "%-8s %12s %12s %8s %7s  %s\n", 'size', 'FastFile ns', 'bare C ns', 'ratio', 'rounds',
+    "rounds' ratios (min median max)";
 for my $k (@kib) {
     my $size = $k * 1024;
     my $data = ('x' x 63 . "\n") x ($size / 64);
@@ -52,5 +68,8 @@ for my $k (@kib) {
         }
     }
     my ($mf, $mb) = (median(@ff), median(@bc));
-    printf "%-8s %12.0f %12.0f %8.3f\n", "$k KiB", $mf, $mb, $mf / $mb;
+    my @r = sort { $a <=> $b } map { $ff[$_] / $bc[$_] } 0 .. $#ff;
+    printf "%-8s %12.0f %12.0f %8.3f %7d  %.3f %.3f %.3f\n", "$k KiB", $mf, $mb, $mf / $mb,
+        $rounds, $r[0], median(@r), $r[-1];
 }
+printf "load average %s after\n", loadavg();
