@@ -233,7 +233,7 @@ int ff_batch_mark_need_id(struct ff_batch *b)
 
         /* a leaf is stored once: many files of one leaf do not make a long
          * probe, each stops at the first */
-        for (s = (size_t)leaf_hash(b, FF_NONE, LEAF(f)) & mask; slots[s]; s = (s + 1) & mask) {
+        for (s = (size_t)leaf_hash_n(b, FF_NONE, LEAF(f), LEAF_LEN(f)) & mask; slots[s]; s = (s + 1) & mask) {
             const struct ff_batch_file *g = &b->files[slots[s] - 1];
             if (same_folded(LEAF(g), LEAF(f)))
                 break;
@@ -311,7 +311,7 @@ int ff_batch_find_duplicate(struct ff_batch *b)
         const struct ff_batch_file *f = &b->files[i];
         size_t s;
 
-        for (s = (size_t)leaf_hash(b, f->dir, LEAF(f)) & mask; slots[s]; s = (s + 1) & mask) {
+        for (s = (size_t)leaf_hash_n(b, f->dir, LEAF(f), LEAF_LEN(f)) & mask; slots[s]; s = (s + 1) & mask) {
             const struct ff_batch_file *g = &b->files[slots[s] - 1];
             if (g->dir == f->dir && strcmp(LEAF(g), LEAF(f)) == 0) {
                 b->dup_first = slots[s] - 1;
@@ -330,7 +330,7 @@ int ff_batch_find_duplicate(struct ff_batch *b)
     for (i = 0; i < b->n; i++) {
         const struct ff_batch_file *g = &b->files[i];
         const char *suffix = g->a.temp + g->a.target_len, *leaf = LEAF(g);
-        size_t suffix_len = strlen(suffix), len = g->a.target_len - g->leaf, s;
+        size_t suffix_len = b->suffix_len, len = LEAF_LEN(g), s;
 
         if (len <= suffix_len || !same_folded_n(suffix, leaf + len - suffix_len, suffix_len))
             continue;
