@@ -41,6 +41,10 @@ int ff_batch_init(struct ff_batch *b, size_t n, const struct ff_options *opt,
     b->tail = "";
     b->sync_fd = -1;
     b->cwd_fd = AT_FDCWD;
+    /* more than the name tables' slots index (ff_batch_group.c), or than
+     * malloc's size can count (calloc checked that itself) */
+    if ((uint64_t)n >= UINT32_MAX || n > SIZE_MAX / sizeof *b->files)
+        return ENOMEM;
     /* the batch looks at the old target itself (fstatat): the single-file
      * prepare only follows symlinks */
     file_opt = *opt;
@@ -403,7 +407,8 @@ static int write_temp(struct ff_batch *b, size_t i)
     if ((err = create_temp(b, i)))
         return err;
     a->step = FF_STEP_WRITE;
-    if ((err = ff_write_tail_all(a->fd, f->buf, f->len, b->tail, b->tail_len, b->intr)))
+    if ((err = b->tail_len ? ff_write_tail_all(a->fd, f->buf, f->len, b->tail, b->tail_len, b->intr)
+                           : ff_write_all(a->fd, f->buf, f->len, b->intr)))
         return err;
     if (b->opt.preserve && a->have_old && (err = ff_atomic_preserve(a)))
         return err;
@@ -827,10 +832,14 @@ void ff_batch_discard(struct ff_batch *b)
     int saved = errno;
     size_t i;
 
-    ff_batch_remove_temps(b);
-    for (i = 0; i < b->n; i++)
-        if (!ff_atomic_holds_nothing(&b->files[i].a))
+    /* a batch that succeeded holds nothing a file: one look at each */
+    for (i = 0; i < b->n && ff_atomic_holds_nothing(&b->files[i].a); i++)
+        ;
+    if (i < b->n) {
+        ff_batch_remove_temps(b);
+        for (i = 0; i < b->n; i++)
             ff_atomic_discard(&b->files[i].a);
+    }
     free(b->temp_block);
     b->temp_block = NULL;
     if (!b->done && !b->forgotten)

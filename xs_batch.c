@@ -260,13 +260,20 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
     /* The elements held from the first one with get-magic on (as
      * hold_arg_array holds them); the plain names before it (see
      * PLAIN_NAME) are measured: no user code runs before they are copied. */
-    for (first_magic = 0; first_magic < 2 * npairs; first_magic++) {
-        SV *sv = elems[first_magic];
+    first_magic = 2 * npairs;
+    for (i = 0; i < npairs; i++) {
+        SV *name = elems[2 * i], *data = elems[2 * i + 1];
 
-        if (sv && SvGMAGICAL(sv))
+        if (name && SvGMAGICAL(name)) {
+            first_magic = 2 * i;
             break;
-        if (!(first_magic % 2) && sv && PLAIN_NAME(sv))
-            names_size += SvCUR(sv) + 1;
+        }
+        if (name && PLAIN_NAME(name))
+            names_size += SvCUR(name) + 1;
+        if (data && SvGMAGICAL(data)) {
+            first_magic = 2 * i + 1;
+            break;
+        }
     }
     for (i = first_magic; i < 2 * npairs; i++)
         if (elems[i])
@@ -278,35 +285,34 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
         names = (struct batch_name *)SvPVX(block);
         name_bytes = (char *)(names + npairs);
     }
-    for (i = 0; i < 2 * npairs; i++) {
-        SV *sv = elems[i];
+    for (i = 0; i < npairs; i++) {
+        SV *name = elems[2 * i], *data = elems[2 * i + 1];
 
-        if (sv && !(i % 2) && i < first_magic && PLAIN_NAME(sv)) {
-            struct batch_name *n = &names[i / 2];
+        if (!name) {
+            paths[i] = &PL_sv_undef;
+        } else if (2 * i < first_magic && PLAIN_NAME(name)) {
+            struct batch_name *n = &names[i];
 
             n->pv = name_bytes;
-            n->len = SvCUR(sv);
-            n->utf8 = cBOOL(SvUTF8(sv));
-            Copy(SvPVX(sv), name_bytes, n->len, char);
+            n->len = SvCUR(name);
+            n->utf8 = cBOOL(SvUTF8(name));
+            Copy(SvPVX(name), name_bytes, n->len, char);
             name_bytes[n->len] = '\0';
             name_bytes += n->len + 1;
-            paths[i / 2] = NULL;
-            continue;
+            paths[i] = NULL;
+        } else {
+            SvGETMAGIC(name);
+            paths[i] = name_snapshot(name);
         }
-        if (sv) {
-            SvGETMAGIC(sv);
-            if (!(i % 2))
-                sv = name_snapshot(sv);
-            else if (last_data && SHARES_SNAPSHOT(sv, last_data))
-                sv = last_data;
-            else if (((SvFLAGS(sv = snapshot(sv)) & FF_PLAIN_MASK)
+        if (data) {
+            SvGETMAGIC(data);
+            if (last_data && SHARES_SNAPSHOT(data, last_data))
+                data = last_data;
+            else if (((SvFLAGS(data = snapshot(data)) & FF_PLAIN_MASK)
                       == (SVf_POK | SVp_POK | SVf_IsCOW)))
-                last_data = sv;         /* a share: the next may be the same */
+                last_data = data;       /* a share: the next may be the same */
         }
-        if (i % 2)
-            datas[i / 2] = sv;
-        else
-            paths[i / 2] = sv ? sv : &PL_sv_undef;
+        datas[i] = data;
     }
     if (ors_sv)
         b->tail = payload(ors_sv, FALSE, &b->tail_len, op);
