@@ -180,9 +180,9 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
     struct ff_eintr renaming = { S_batch_on_eintr_renaming, &bg };
     bool force_utf8 = FALSE;
     SV **paths, **datas, **elems, *ors_sv = NULL, *last_data = NULL;
-    struct batch_name *names = NULL;
+    struct batch_name *names = NULL;  /* names[i]: pair i's name where paths[i] is NULL */
     char *name_bytes = NULL;
-    size_t names_size = 0;
+    size_t names_size = 0, names_left = 0;
     AV *av;
     SSize_t npairs, i, first_magic;
     IV pid, written;
@@ -284,13 +284,15 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
 
         names = (struct batch_name *)SvPVX(block);
         name_bytes = (char *)(names + npairs);
+        names_left = names_size;
     }
     for (i = 0; i < npairs; i++) {
         SV *name = elems[2 * i], *data = elems[2 * i + 1];
 
         if (!name) {
             paths[i] = &PL_sv_undef;
-        } else if (2 * i < first_magic && PLAIN_NAME(name)) {
+        } else if (2 * i < first_magic && PLAIN_NAME(name)
+                   && SvCUR(name) < names_left) {   /* (it was measured: always) */
             struct batch_name *n = &names[i];
 
             n->pv = name_bytes;
@@ -299,6 +301,7 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
             Copy(SvPVX(name), name_bytes, n->len, char);
             name_bytes[n->len] = '\0';
             name_bytes += n->len + 1;
+            names_left -= n->len + 1;
             paths[i] = NULL;
         } else {
             SvGETMAGIC(name);
