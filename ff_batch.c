@@ -22,6 +22,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,8 @@
 int ff_batch_init(struct ff_batch *b, size_t n, const struct ff_options *opt,
                   const struct ff_eintr *intr)
 {
+    struct ff_options file_opt;
+
     memset(b, 0, sizeof *b);
     b->opt = *opt;
     b->intr = intr;
@@ -38,28 +41,49 @@ int ff_batch_init(struct ff_batch *b, size_t n, const struct ff_options *opt,
     b->tail = "";
     b->sync_fd = -1;
     b->cwd_fd = AT_FDCWD;
-    b->files = n ? calloc(n, sizeof *b->files) : NULL;
+    /* more than the name tables' slots index (ff_batch_group.c), or than
+     * malloc's size can count (calloc checked that itself) */
+    if ((uint64_t)n >= UINT32_MAX || n > SIZE_MAX / sizeof *b->files)
+        return ENOMEM;
+    /* the batch looks at the old target itself (fstatat): the single-file
+     * prepare only follows symlinks */
+    file_opt = *opt;
+    file_opt.preserve = file_opt.if_changed = 0;
+    ff_atomic_init_lent(&b->file_template, "", 0, &file_opt, intr, NULL);
+    /* not zeroed: ff_batch_add sets every field of files[0..n), and
+     * nothing reads past n (a calloc zeroed it all once more, at a cost
+     * that depended on where malloc found the memory) */
+    b->files = n ? malloc(n * sizeof *b->files) : NULL;
     b->cap = b->files ? n : 0;
     return n && !b->files ? ENOMEM : 0;
 }
 
-int ff_batch_add(struct ff_batch *b, const char *path, const char *buf, size_t len)
+int ff_batch_add_len(struct ff_batch *b, const char *path, size_t path_len, const char *buf,
+                     size_t len)
 {
     struct ff_batch_file *f;
-    struct ff_options opt = b->opt;
 
     if (b->n == b->cap)
         return ENOMEM;
     f = &b->files[b->n];
-    /* the batch looks at the old target itself (fstatat): the single-file
-     * prepare only follows symlinks */
-    opt.preserve = opt.if_changed = 0;
-    /* path lent, not copied: one malloc and free a file less */
-    ff_atomic_init_lent(&f->a, path, strlen(path), &opt, b->intr, NULL);
+    /* ff_atomic_init_lent(&f->a, path, ...) without its memset a file: the
+     * template's fields (up to old, as init_lent sets them), then the path,
+     * lent, not copied (one malloc and free a file less) */
+    memcpy(&f->a, &b->file_template, offsetof(struct ff_atomic, old));
+    f->a.target = (char *)path;    /* only read, never written through */
+    f->a.target_len = path_len;
+    b->names_len += path_len;
     b->n++;
     f->buf = buf;
     f->len = len;
+    f->dir = f->leaf = f->dir_len = 0;
+    f->unchanged = f->temp_is_target = f->existed = 0;
     return 0;
+}
+
+int ff_batch_add(struct ff_batch *b, const char *path, const char *buf, size_t len)
+{
+    return ff_batch_add_len(b, path, strlen(path), buf, len);
 }
 
 /* ---- looking: nothing is changed ---- */
@@ -317,11 +341,11 @@ static int create_temp(struct ff_batch *b, size_t i)
 {
     struct ff_batch_file *f = &b->files[i];
     struct ff_atomic *a = &f->a;
-    size_t base_len = strlen(a->temp);
+    size_t base_len = a->target_len + b->suffix_len;    /* temp: target + suffix */
     int err, tries = 0, fit = 0;
 
     if (f->temp_is_target) {    /* see ff_batch_find_duplicate */
-        if ((err = ff_temp_random_name(a->temp, strlen(a->target), base_len, &fit))) {
+        if ((err = ff_temp_random_name(a->temp, a->target_len, base_len, &fit))) {
             a->fd = -1;
             return err;
         }
@@ -339,7 +363,7 @@ static int create_temp(struct ff_batch *b, size_t i)
         if ((err == EEXIST || (err == ENAMETOOLONG && tries && !fit)) && tries++ < FF_TEMP_TRIES) {
             if (err == ENAMETOOLONG)
                 fit = 1;        /* as in a single call (ff_io.c) */
-            if (!(err = ff_temp_random_name(a->temp, strlen(a->target), base_len, &fit)))
+            if (!(err = ff_temp_random_name(a->temp, a->target_len, base_len, &fit)))
                 continue;
         }
         if (err == EMFILE && b->window_n > 0) {
@@ -383,7 +407,8 @@ static int write_temp(struct ff_batch *b, size_t i)
     if ((err = create_temp(b, i)))
         return err;
     a->step = FF_STEP_WRITE;
-    if ((err = ff_write_tail_all(a->fd, f->buf, f->len, b->tail, b->tail_len, b->intr)))
+    if ((err = b->tail_len ? ff_write_tail_all(a->fd, f->buf, f->len, b->tail, b->tail_len, b->intr)
+                           : ff_write_all(a->fd, f->buf, f->len, b->intr)))
         return err;
     if (b->opt.preserve && a->have_old && (err = ff_atomic_preserve(a)))
         return err;
@@ -620,17 +645,18 @@ int ff_batch_commit(struct ff_batch *b, long pid)
     size_t i;
     char suffix[sizeof ".tmp." + 3 * sizeof(long)];
     size_t suffix_len = (size_t)snprintf(suffix, sizeof suffix, ".tmp.%ld", pid);
-    size_t block_size = 0;
+    size_t block_size;
     char *block, *block_end;
     int err;
 
     b->pid = pid;
+    b->suffix_len = suffix_len;
     if (b->n == 0)
         return 0;
-    b->seed = ff_batch_hash_seed(b);
+    if (!b->seed)
+        b->seed = ff_batch_hash_seed(b);
     /* the temps' names in one block, as long as the names given need */
-    for (i = 0; i < b->n; i++)
-        block_size += b->files[i].a.target_len + suffix_len + FF_TEMP_SUFFIX_MAX;
+    block_size = b->names_len + b->n * (suffix_len + FF_TEMP_SUFFIX_MAX);
     block = b->temp_block = malloc(block_size);     /* NULL: one each */
     block_end = block ? block + block_size : NULL;
     /* 1. look: names, directories, targets, duplicates; nothing changes */
@@ -638,7 +664,9 @@ int ff_batch_commit(struct ff_batch *b, long pid)
         struct ff_batch_file *f = &b->files[i];
 
         b->failed = i;
-        if ((err = ff_atomic_prepare(&f->a))
+        /* prepare only follows symlinks here (file_opt): nothing to do
+         * without that option */
+        if ((f->a.opt.follow_symlinks && (err = ff_atomic_prepare(&f->a)))
             || (err = ff_batch_name_temp(f, suffix, suffix_len, &block, block_end)))
             return err;
         if (!*LEAF(f))          /* "dir/" names a directory: no mkdir for it */
@@ -776,7 +804,7 @@ static void remove_temp(struct ff_batch *b, struct ff_batch_file *f)
 
 void ff_batch_remove_temps(struct ff_batch *b)
 {
-    int saved = errno;
+    int saved = errno, any = 0;
     size_t i;
 
     /* the temps' fds first: out of fds, they are what reopens directories */
@@ -787,8 +815,9 @@ void ff_batch_remove_temps(struct ff_batch *b)
             close(a->fd);
             a->fd = -1;
         }
+        any |= a->created;
     }
-    for (i = 0; i < b->n; i++) {
+    for (i = 0; any && i < b->n; i++) {
         struct ff_batch_file *f = &b->files[i];
 
         if (f->a.created)
@@ -803,9 +832,14 @@ void ff_batch_discard(struct ff_batch *b)
     int saved = errno;
     size_t i;
 
-    ff_batch_remove_temps(b);
-    for (i = 0; i < b->n; i++)
-        ff_atomic_discard(&b->files[i].a);
+    /* a batch that succeeded holds nothing a file: one look at each */
+    for (i = 0; i < b->n && ff_atomic_holds_nothing(&b->files[i].a); i++)
+        ;
+    if (i < b->n) {
+        ff_batch_remove_temps(b);
+        for (i = 0; i < b->n; i++)
+            ff_atomic_discard(&b->files[i].a);
+    }
     free(b->temp_block);
     b->temp_block = NULL;
     if (!b->done && !b->forgotten)

@@ -93,6 +93,10 @@ struct ff_batch_made {
 
 struct ff_batch {
     struct ff_options opt;
+    struct ff_atomic file_template; /* what each file's a starts as: opt
+                             * without preserve and if_changed (the batch
+                             * looks at targets itself), no target yet */
+    size_t names_len;       /* the targets' lengths, summed */
     const struct ff_eintr *intr;
     /* intr of the renames and directory syncs: it runs the pending
      * handlers (a storm of signals must not fail the batch, and perl
@@ -130,7 +134,11 @@ struct ff_batch {
     size_t dup_first, dup_second; /* a target given twice (else NONE) */
     size_t written;         /* files written (not unchanged) on success */
     uint64_t seed;          /* of the name hashes: no list of names can be
-                             * made to collide in advance */
+                             * made to collide in advance. The caller may set
+                             * it after init (the glue: perl's own hash
+                             * secret); 0: commit takes one without a syscall */
+    size_t suffix_len;      /* strlen(".tmp.<pid>"): every temp's plain
+                             * name is its target and that */
     long pid;               /* the process whose temps these are */
     size_t unnoted;         /* temps made whose identity is not noted yet */
     unsigned long user_code_runs; /* times ff_batch_note_temps ran */
@@ -147,6 +155,9 @@ int ff_batch_init(struct ff_batch *b, size_t n, const struct ff_options *opt,
 /* Add a file: path must stay valid until the batch is discarded (it is
  * not copied), buf[0..len) until commit returns. Returns 0 or ENOMEM. */
 int ff_batch_add(struct ff_batch *b, const char *path, const char *buf, size_t len);
+/* The same, path_len being strlen(path). */
+int ff_batch_add_len(struct ff_batch *b, const char *path, size_t path_len, const char *buf,
+                     size_t len);
 
 /* Everything, in the order described above; temps are named
  * "<target>.tmp.<pid>" (a random suffix added where that name is taken, or

@@ -87,7 +87,7 @@ int ff_batch_evict_one(struct ff_batch *b, size_t keep)
 /* dirs[k]'s fd, opened into the cache if it is not there. A directory seen
  * before must be the same one (it may have been moved meanwhile: then its
  * name leads elsewhere): ESTALE if not. */
-int ff_batch_dir_fd(struct ff_batch *b, size_t k, const struct ff_eintr *intr)
+int ff_batch_open_dir(struct ff_batch *b, size_t k, const struct ff_eintr *intr)
 {
     struct ff_batch_dir *d = &b->dirs[k];
     size_t slot;

@@ -176,15 +176,19 @@ uint64_t ff_batch_hash_seed(const struct ff_batch *b)
            ^ (uint64_t)(uintptr_t)b->files;
 }
 
-/* A slot table for n file indices (index + 1; 0: empty), its mask */
-static size_t *make_slots(size_t n, size_t *mask)
+/* A slot of the name tables: a file index + 1 (0: empty). 32 bits (a
+ * batch has fewer files, ff_batch_init): half the table to zero. */
+typedef uint32_t ff_slot;
+
+/* A slot table for n file indices, its mask */
+static ff_slot *make_slots(size_t n, size_t *mask)
 {
     size_t size = 16;
 
     while (size < 2 * n)
         size *= 2;
     *mask = size - 1;
-    return calloc(size, sizeof(size_t));
+    return calloc(size, sizeof(ff_slot));
 }
 
 /* The first file whose target leaf is leaf, or is where case folds (slots:
@@ -194,7 +198,7 @@ static size_t *make_slots(size_t n, size_t *mask)
  * directory that folds case, where the first pair's rename would replace
  * the other's temp (the temp then takes a random name: harmless where
  * case counts). */
-static size_t find_leaf(const struct ff_batch *b, const size_t *slots, size_t mask, size_t dir,
+static size_t find_leaf(const struct ff_batch *b, const ff_slot *slots, size_t mask, size_t dir,
                         const char *leaf)
 {
     size_t s;
@@ -217,7 +221,8 @@ static size_t find_leaf(const struct ff_batch *b, const size_t *slots, size_t ma
  * differ, or in one directory, costs no fstat. */
 int ff_batch_mark_need_id(struct ff_batch *b)
 {
-    size_t mask, i, s, *slots;
+    size_t mask, i, s;
+    ff_slot *slots;
 
     if (b->ndirs < 2)
         return 0;
@@ -233,13 +238,13 @@ int ff_batch_mark_need_id(struct ff_batch *b)
 
         /* a leaf is stored once: many files of one leaf do not make a long
          * probe, each stops at the first */
-        for (s = (size_t)leaf_hash(b, FF_NONE, LEAF(f)) & mask; slots[s]; s = (s + 1) & mask) {
+        for (s = (size_t)leaf_hash_n(b, FF_NONE, LEAF(f), LEAF_LEN(f)) & mask; slots[s]; s = (s + 1) & mask) {
             const struct ff_batch_file *g = &b->files[slots[s] - 1];
             if (same_folded(LEAF(g), LEAF(f)))
                 break;
         }
         if (!slots[s]) {
-            slots[s] = i + 1;
+            slots[s] = (ff_slot)(i + 1);
         } else if (b->files[slots[s] - 1].dir != f->dir) {
             b->dirs[b->files[slots[s] - 1].dir].need_id = 1;
             b->dirs[f->dir].need_id = 1;
@@ -301,7 +306,8 @@ int ff_batch_merge_same_dirs(struct ff_batch *b)
  * other pair's bytes: such a temp takes a random name from the start. */
 int ff_batch_find_duplicate(struct ff_batch *b)
 {
-    size_t mask, i, *slots;
+    size_t mask, i;
+    ff_slot *slots;
 
     if (b->n < 2)
         return 0;
@@ -311,7 +317,7 @@ int ff_batch_find_duplicate(struct ff_batch *b)
         const struct ff_batch_file *f = &b->files[i];
         size_t s;
 
-        for (s = (size_t)leaf_hash(b, f->dir, LEAF(f)) & mask; slots[s]; s = (s + 1) & mask) {
+        for (s = (size_t)leaf_hash_n(b, f->dir, LEAF(f), LEAF_LEN(f)) & mask; slots[s]; s = (s + 1) & mask) {
             const struct ff_batch_file *g = &b->files[slots[s] - 1];
             if (g->dir == f->dir && strcmp(LEAF(g), LEAF(f)) == 0) {
                 b->dup_first = slots[s] - 1;
@@ -320,7 +326,7 @@ int ff_batch_find_duplicate(struct ff_batch *b)
                 return EINVAL;
             }
         }
-        slots[s] = i + 1;
+        slots[s] = (ff_slot)(i + 1);
     }
     /* A temp's leaf is its target's and the suffix ".tmp.<pid>" (the
      * same for all: no random name yet): only a target whose leaf ends
@@ -330,7 +336,7 @@ int ff_batch_find_duplicate(struct ff_batch *b)
     for (i = 0; i < b->n; i++) {
         const struct ff_batch_file *g = &b->files[i];
         const char *suffix = g->a.temp + g->a.target_len, *leaf = LEAF(g);
-        size_t suffix_len = strlen(suffix), len = g->a.target_len - g->leaf, s;
+        size_t suffix_len = b->suffix_len, len = LEAF_LEN(g), s;
 
         if (len <= suffix_len || !same_folded_n(suffix, leaf + len - suffix_len, suffix_len))
             continue;

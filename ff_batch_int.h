@@ -27,6 +27,7 @@
 
 #define LEAF(f) ((f)->a.target + (f)->leaf)
 #define TEMP_LEAF(f) ((f)->a.temp + (f)->leaf)
+#define LEAF_LEN(f) ((f)->a.target_len - (f)->leaf)
 
 /* ff_batch_group.c */
 
@@ -55,7 +56,13 @@ int ff_batch_make_cache(struct ff_batch *b);
 int ff_batch_evict_one(struct ff_batch *b, size_t keep);
 /* dirs[k]'s fd, opened into the cache if it is not there; ESTALE when
  * its name now leads to another directory. */
-int ff_batch_dir_fd(struct ff_batch *b, size_t k, const struct ff_eintr *intr);
+int ff_batch_open_dir(struct ff_batch *b, size_t k, const struct ff_eintr *intr);
+/* The same; a directory in the cache costs no call (every file asks, a
+ * batch in one directory always finds it there). */
+static inline int ff_batch_dir_fd(struct ff_batch *b, size_t k, const struct ff_eintr *intr)
+{
+    return b->dirs[k].fd >= 0 ? 0 : ff_batch_open_dir(b, k, intr);
+}
 
 /* ff_batch_barrier.c */
 

@@ -1045,8 +1045,7 @@ void ff_atomic_discard(struct ff_atomic *a)
     int saved;
 
     /* a call that succeeded: nothing open, created or allocated */
-    if (a->fd < 0 && !a->created && a->step_fd < 0 && !a->step_mem && !a->acl
-        && a->target_lent && a->temp == a->temp_buf) {
+    if (ff_atomic_holds_nothing(a)) {
         a->temp = a->target = NULL;
         a->target_lent = 0;
         return;

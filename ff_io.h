@@ -177,6 +177,14 @@ int ff_atomic_commit(struct ff_atomic *a);
  * unwinds a copy of the parent's atomic calls ff_atomic_forget first: it
  * closes its copies of the fds but leaves the parent's temp file alone. */
 void ff_atomic_discard(struct ff_atomic *a);
+
+/* 1 when discard has nothing to close, remove or free in a (a call that
+ * succeeded): a batch asks it of each file before calling discard. */
+static inline int ff_atomic_holds_nothing(const struct ff_atomic *a)
+{
+    return a->fd < 0 && !a->created && a->step_fd < 0 && !a->step_mem && !a->acl
+           && a->target_lent && a->temp == a->temp_buf;
+}
 void ff_atomic_forget(struct ff_atomic *a);
 
 /* The part of discard that closes the temp's fd and removes the temp

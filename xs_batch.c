@@ -22,7 +22,7 @@ static void S_batch_discard(pTHX_ void *batch)
 {
     struct ff_batch *b = (struct ff_batch *)batch;
 
-    if (ff_batch_has_work(b) && dollar_pid() != (IV)b->pid)
+    if (dollar_pid() != (IV)b->pid && ff_batch_has_work(b))
         ff_batch_forget(b);
     ff_batch_discard(b);
 }
@@ -134,6 +134,42 @@ static void S_batch_croak(pTHX_ struct ff_batch *b, int err, SV **paths)
                 "file '%" SVf "' failed: ", SVfARG(replaced), SVfARG(paths[b->failed]));
 }
 
+/* A plain name: a string without magic (so untainted, and no user code
+ * can reach it) and no reference, not empty. Its snapshot is a copy of its
+ * bytes (struct batch_name), not an SV: the SV a message needs is made
+ * then (name_sv). */
+#define PLAIN_NAME(sv) \
+    ((SvFLAGS(sv) & (SVs_GMG | SVs_SMG | SVs_RMG | SVf_POK | SVf_ROK)) == SVf_POK && SvCUR(sv))
+
+struct batch_name {
+    const char *pv;             /* NUL-terminated */
+    STRLEN len;
+    bool utf8;
+};
+
+/* paths[i], made (mortal) from names[i] for a plain name. */
+static SV *S_name_sv(pTHX_ SV **paths, const struct batch_name *names, SSize_t i)
+{
+    if (!paths[i])
+        paths[i] = newSVpvn_flags(names[i].pv, names[i].len, SVs_TEMP | (names[i].utf8 ? SVf_UTF8 : 0));
+    return paths[i];
+}
+#define name_sv(paths, names, i) S_name_sv(aTHX_ paths, names, i)
+
+/* The seed of the batch's name hashes (ff_batch_group.c): perl's own hash
+ * secret, through PERL_HASH of two fixed strings. As random per process as
+ * perl's hashes (a list of names made to collide needs the secret that
+ * would flood perl's hashes too); fixed where PERL_HASH_SEED fixes perl's
+ * (bench/instr.pl: the same count every run). No syscall, no clock. */
+static uint64_t S_hash_seed(void)
+{
+    U32 lo, hi;
+
+    PERL_HASH(lo, "FastFile batch names, low", 25);
+    PERL_HASH(hi, "FastFile batch names, high", 26);
+    return (uint64_t)hi << 32 | lo | 1;     /* never 0: 0 asks commit for one */
+}
+
 IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
 {
     const char *op = "file_set_contents_many";
@@ -144,8 +180,11 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
     struct ff_eintr renaming = { S_batch_on_eintr_renaming, &bg };
     bool force_utf8 = FALSE;
     SV **paths, **datas, **elems, *ors_sv = NULL, *last_data = NULL;
+    struct batch_name *names = NULL;  /* names[i]: pair i's name where paths[i] is NULL */
+    char *name_bytes = NULL;
+    size_t names_size = 0, names_left = 0;
     AV *av;
-    SSize_t npairs, i;
+    SSize_t npairs, i, first_magic;
     IV pid, written;
     int err;
 
@@ -218,43 +257,103 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
                              * (an empty one may have no AvARRAY) */
         Copy(AvARRAY(av), elems, 2 * npairs, SV *);
     }
-    hold_arg_array(elems, (size_t)(2 * npairs));
-    for (i = 0; i < 2 * npairs; i++) {
-        SV *sv = elems[i];
+    /* The elements held from the first one with get-magic on (as
+     * hold_arg_array holds them); the plain names before it (see
+     * PLAIN_NAME) are measured: no user code runs before they are copied. */
+    first_magic = 2 * npairs;
+    for (i = 0; i < npairs; i++) {
+        SV *name = elems[2 * i], *data = elems[2 * i + 1];
 
-        if (sv) {
-            SvGETMAGIC(sv);
-            if (!(i % 2))
-                sv = name_snapshot(sv);
-            else if (last_data && SHARES_SNAPSHOT(sv, last_data))
-                sv = last_data;
-            else if (((SvFLAGS(sv = snapshot(sv)) & FF_PLAIN_MASK)
-                      == (SVf_POK | SVp_POK | SVf_IsCOW)))
-                last_data = sv;         /* a share: the next may be the same */
+        if (name && SvGMAGICAL(name)) {
+            first_magic = 2 * i;
+            break;
         }
-        if (i % 2)
-            datas[i / 2] = sv;
-        else
-            paths[i / 2] = sv ? sv : &PL_sv_undef;
+        if (name && PLAIN_NAME(name))
+            names_size += SvCUR(name) + 1;
+        if (data && SvGMAGICAL(data)) {
+            first_magic = 2 * i + 1;
+            break;
+        }
+    }
+    for (i = first_magic; i < 2 * npairs; i++)
+        if (elems[i])
+            hold_in_scope(elems[i]);
+    if (names_size) {
+        /* mortal: it lives as long as the name snapshots it stands for */
+        SV *block = sv_2mortal(newSV(npairs * sizeof *names + names_size));
+
+        names = (struct batch_name *)SvPVX(block);
+        name_bytes = (char *)(names + npairs);
+        names_left = names_size;
+    }
+    for (i = 0; i < npairs; i++) {
+        SV *name = elems[2 * i], *data = elems[2 * i + 1];
+
+        if (!name) {
+            paths[i] = &PL_sv_undef;
+        } else if (2 * i < first_magic && PLAIN_NAME(name)
+                   && SvCUR(name) < names_left) {   /* (it was measured: always) */
+            struct batch_name *n = &names[i];
+
+            n->pv = name_bytes;
+            n->len = SvCUR(name);
+            n->utf8 = cBOOL(SvUTF8(name));
+            Copy(SvPVX(name), name_bytes, n->len, char);
+            name_bytes[n->len] = '\0';
+            name_bytes += n->len + 1;
+            names_left -= n->len + 1;
+            paths[i] = NULL;
+        } else {
+            SvGETMAGIC(name);
+            paths[i] = name_snapshot(name);
+        }
+        if (data) {
+            SvGETMAGIC(data);
+            if (last_data && SHARES_SNAPSHOT(data, last_data))
+                data = last_data;
+            else if (((SvFLAGS(data = snapshot(data)) & FF_PLAIN_MASK)
+                      == (SVf_POK | SVp_POK | SVf_IsCOW)))
+                last_data = data;       /* a share: the next may be the same */
+        }
+        datas[i] = data;
     }
     if (ors_sv)
         b->tail = payload(ors_sv, FALSE, &b->tail_len, op);
     for (i = 0; i < npairs; i++) {
-        const char *buf;
-        STRLEN len;
+        SV *data = datas[i];
+        const char *buf, *pv;
+        STRLEN len, pv_len;
 
-        paths[i] = path_arg(paths[i], op);
-        buf = payload(datas[i], force_utf8, &len, op);
-        if (memchr(SvPVX(paths[i]), '\0', SvCUR(paths[i])))
-            croak_unless_safe(paths[i], op, pid);
-        err = ff_batch_add(b, SvPVX(paths[i]), buf, len);
+        if (paths[i]) {
+            paths[i] = path_arg(paths[i], op);
+            pv = SvPVX(paths[i]);
+            pv_len = SvCUR(paths[i]);
+        } else {                /* a plain name: a string, not empty, untainted */
+            pv = names[i].pv;
+            pv_len = names[i].len;
+        }
+        /* a byte string without magic is its own bytes (as payload finds) */
+        if (!force_utf8 && data && (SvFLAGS(data) & (SVs_GMG | SVs_SMG | SVs_RMG | SVf_ROK
+                                                     | SVf_POK | SVf_UTF8)) == SVf_POK) {
+            buf = SvPVX(data);
+            len = SvCUR(data);
+        } else {
+            buf = payload(data, force_utf8, &len, op);
+        }
+        if (memchr(pv, '\0', pv_len))
+            croak_unless_safe(name_sv(paths, names, i), op, pid);
+        err = ff_batch_add_len(b, pv, pv_len, buf, len);
         if (err)
-            croak_errno(err, "unable to replace '%" SVf "' - ", SVfARG(paths[i]));
+            croak_errno(err, "unable to replace '%" SVf "' - ", SVfARG(name_sv(paths, names, i)));
     }
 
+    b->seed = S_hash_seed();
     err = ff_batch_commit(b, (long)pid);
-    if (err)                    /* it names what was replaced: it wins */
+    if (err) {                  /* it names what was replaced: it wins */
+        for (i = 0; i < npairs; i++)
+            name_sv(paths, names, i);
         batch_croak(b, err, paths);
+    }
     if (bg.held.error) {        /* a handler died during the renames */
         /* its die ran $SIG{__DIE__} already, as many times as perl's own
          * signal handling runs it: not once more for this throw */

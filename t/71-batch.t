@@ -129,6 +129,24 @@ check_error('a missing directory', sub { file_set_contents_many(["$dir/t1" => 1,
 check_error('NUL in a path', sub { no warnings 'syscalls'; file_set_contents_many(["$dir/t1" => 1, "$dir/a\0b" => 2]) },
             text => "unable to open file '$dir/a\0b.tmp.$$' - " . errno_text(ENOENT) . "\n", errno => ENOENT,
             watch => \@watch);
+# names with the UTF-8 flag (a plain name's snapshot is its bytes, the
+# message's SV made from them later): the message has its characters
+{
+    my $wide_dir = "$dir/\x{263a}dir";
+    my $latin = "$dir/caf\x{e9}dir";
+    utf8::upgrade($latin);
+    mkdir $_ or die "mkdir $_: $!" for $wide_dir, $latin;
+    check_error('a directory target with a wide name', sub { file_set_contents_many(["$dir/t1" => 1, $wide_dir => 2]) },
+                text => "unable to replace '$dir/\x{263a}dir' - " . errno_text(EISDIR) . "\n", errno => EISDIR,
+                watch => \@watch);
+    check_error('a directory target with an upgraded Latin-1 name', sub { file_set_contents_many(["$dir/t1" => 1, $latin => 2]) },
+                text => "unable to replace '$dir/caf\x{e9}dir' - " . errno_text(EISDIR) . "\n", errno => EISDIR,
+                watch => \@watch);
+    check_error('a missing directory with a wide name', sub { file_set_contents_many(["$dir/t1" => 1, "$wide_dir/no/x" => 2]) },
+                text => "unable to open directory '$dir/\x{263a}dir/no' - " . errno_text(ENOENT) . "\n",
+                errno => ENOENT, watch => \@watch);
+    rmdir $_ for $wide_dir, $latin;
+}
 check_error('noclobber and an existing target', sub { file_set_contents_many(["$dir/new1" => 1, "$dir/t2" => 2], { noclobber => 1 }) },
             text => "close (rename) atomic file '$dir/t2' failed: " . errno_text(EEXIST) . "\n", errno => EEXIST,
             watch => [@watch, "$dir/new1"]);
