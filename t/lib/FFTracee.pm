@@ -80,6 +80,10 @@ sub session {
         default_signals();
         local $SIG{__WARN__} = sub { push @{ $c->{warnings} }, $_[0] };
         local @FFTracee::SPEC = @{$c}{qw(target data opts)};
+        # setup runs here, at compile time: with the case's @ARGV and %ENV, as
+        # in a perl started for it
+        local @ARGV = @{ $c->{args} || [] };
+        local %ENV = (%$env, %{ $c->{env} || {} });
         $c->{snippet} = compile(join "\n",
             "package FFTracee::Case$$n; use strict; use warnings; no warnings 'void';",
             'use FastFile qw(:all); use FastFile::Writer;',
