@@ -7,8 +7,9 @@
 # or the old content and no temp file, and no fd behind.
 #
 # Part 1 runs in this process (warning handlers, overloading, tie); part 2
-# in traced child perls (see t/lib/FFTest.pm), each counting its fds in
-# /proc/self/fd before and after the call.
+# in traced child perls (see t/lib/FFTest.pm), one per fault injected, each
+# case in a child forked from it that counts its fds in /proc/self/fd
+# before and after the call.
 use strict;
 use warnings;
 
