@@ -400,10 +400,6 @@ my $STRACE = strace_why();
 sub during {
     my (%a) = @_;
     pipe my $r, my $w or die "pipe: $!";
-    # the attacker sets to work when the victim's perl is up (USR2, from
-    # its setup, just before the call): not all through its start
-    my ($go, $stop) = (0, 0);
-    local $SIG{USR2} = sub { $go = 1 };    # before the fork: no USR2 finds it missing
     my $pid = fork // die "fork: $!";
     if (!$pid) {
         close $r;
@@ -411,9 +407,8 @@ sub during {
             $) = "$NOGROUP $NOGROUP";
             POSIX::setgid($NOGROUP) or die "setgid: $!\n";
             POSIX::setuid($NOBODY) or die "setuid: $!\n";
-            my %state;
+            my ($stop, %state) = (0);
             local $SIG{USR1} = sub { $stop = 1 };
-            select undef, undef, undef, 0.01 until $go || $stop;
             until ($stop) { $a{deed}->(\%state); select undef, undef, undef, 0.001 }
             $a{after} ? $a{after}->(\%state) : 'done';
         } // "died $@";
@@ -423,7 +418,6 @@ sub during {
     }
     close $w;
     my $res = strace_call($a{code}, target => $a{target}, data => $SECRET, opts => $a{opts},
-                          setup => "kill 'USR2', $pid or die \"the attacker: \$!\\n\"",
                           pid => $FFTest::PID, paths => ['%TMP%', $a{target}],
                           inject => [ ($a{hold} // 'write') . ':delay_enter=150000:when=1' ], timeout => 30);
     kill 'USR1', $pid;
