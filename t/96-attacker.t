@@ -140,7 +140,9 @@ sub start_attacker {
     close $ans_w;
     return ($req_w, $ans_r, $pid);
 }
-END { if ($ATTACKER_PID && $$ != $ATTACKER_PID) { close $TO_ATTACKER; waitpid $ATTACKER_PID, 0 } }
+# killed, not waited for: a test that dies in the middle of a held-open case
+# leaves a process that could keep the attacker's pipe open
+END { local $?; if ($ATTACKER_PID && $$ != $ATTACKER_PID) { kill 'KILL', $ATTACKER_PID; waitpid $ATTACKER_PID, 0 } }
 
 sub write_message {
     my ($fh, $msg) = @_;
@@ -400,16 +402,20 @@ my $STRACE = strace_why();
 sub during {
     my (%a) = @_;
     pipe my $r, my $w or die "pipe: $!";
+    my $test = $$;
     my $pid = fork // die "fork: $!";
     if (!$pid) {
         close $r;
+        close $TO_ATTACKER;
+        close $FROM_ATTACKER;
         my $report = eval {
             $) = "$NOGROUP $NOGROUP";
             POSIX::setgid($NOGROUP) or die "setgid: $!\n";
             POSIX::setuid($NOBODY) or die "setuid: $!\n";
             my ($stop, %state) = (0);
             local $SIG{USR1} = sub { $stop = 1 };
-            until ($stop) { $a{deed}->(\%state); select undef, undef, undef, 0.001 }
+            # (and not on after the test died: nobody would stop it)
+            until ($stop || getppid() != $test) { $a{deed}->(\%state); select undef, undef, undef, 0.001 }
             $a{after} ? $a{after}->(\%state) : 'done';
         } // "died $@";
         print {$w} $report;
