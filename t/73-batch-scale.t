@@ -12,7 +12,7 @@ BEGIN { $ENV{LC_ALL} = 'C'; delete $ENV{LANGUAGE} }
 use POSIX qw(setlocale LC_ALL);
 BEGIN { setlocale(LC_ALL, 'C') }
 
-use Test::More tests => 111;
+use Test::More tests => 113;
 use Errno qw(ENOENT ENOTDIR EISDIR EIO EACCES ESTALE EINVAL);
 use lib 't/lib';
 use FFTest qw(tempdir slurp spew temps_in check_error errno_text run_perl in_child strace_why strace_call
@@ -68,7 +68,8 @@ SKIP: {
     mkdir $base;
     my $r = strace_call('my @hold = map { open my $h, "<", "/dev/null" or die; $h } 1 .. 22;'
                         . ' FastFile::file_set_contents_many(\@l, { fsync => 1, mkdir => 1 })',
-                        setup => 'my @l = map { ("$ARGV[0]/n$_/f" => "x") } 1 .. 30;', args => [$base], ulimit_n => 32);
+                        setup => 'my @l = map { ("$ARGV[0]/n$_/f" => "x") } 1 .. 30;', args => [$base], ulimit_n => 32,
+                        trace => [qw(open openat)]);
     ok($r->{ok} && (grep { $_->{name} =~ /^open/ && ($_->{errno} // '') eq 'EMFILE' } @{ $r->{calls} }),
        '... and with mkdir: EMFILE met (strace) and overcome') or diag $r->{err};
 }
@@ -77,13 +78,14 @@ SKIP: {
 # files in 40 directories with fsync holds at most 16 under ulimit -n 32
 # (half of it), whatever the count of files and directories
 # a batch traced under `ulimit -n $ulimit` in $dir/$name, which holds
-# directories d1 .. d$ndirs; $setup makes @l from $ARGV[0], that base
+# directories d1 .. d$ndirs; $setup makes @l from $ARGV[0], that base;
+# strace sees only the syscalls @$trace names (and stops only at them)
 sub traced_in_dirs {
-    my ($name, $ndirs, $ulimit, $call, $setup) = @_;
+    my ($name, $ndirs, $ulimit, $call, $setup, $trace) = @_;
     my $base = "$dir/$name";
     mkdir $base;
     mkdir "$base/d$_" for 1 .. $ndirs;
-    return strace_call($call, setup => $setup, args => [$base], ulimit_n => $ulimit);
+    return strace_call($call, setup => $setup, args => [$base], ulimit_n => $ulimit, trace => $trace);
 }
 # 24 directories under ulimit -n 32 (a cache of 16, the first 12 in name
 # order kept), d1 .. d24 in $dir/$name, each with a target holding 'old'
@@ -101,7 +103,8 @@ sub batch_with_d5_moved {
     my $r = strace_call('local $SIG{ALRM} = sub { rename "$B/d5", "$B/gone" or die;'
                         . ($remake ? ' mkdir "$B/d5" or die' : '') . ' }; FastFile::file_set_contents_many(\@l)',
                         setup => 'my $B = $ARGV[0]; my @l = map { ("$B/d$_/' . $leaf . '" => "new") } 1 .. 24;',
-                        args => [$base], inject => ['write:error=EINTR:signal=SIGALRM:when=1'], ulimit_n => 32);
+                        args => [$base], inject => ['write:error=EINTR:signal=SIGALRM:when=1'], ulimit_n => 32,
+                        trace => 'injected');
     return ($r, $base, [ @targets[0 .. 3, 5 .. 23] ]);
 }
 
@@ -110,7 +113,7 @@ sub dir_opens { my ($r) = @_; return scalar grep { $_->{name} =~ /^open(?:at)?\z
 SKIP: {
     skip $strace_why, 2 if $strace_why;
     my $r = traced_in_dirs('peak', 40, 32, 'FastFile::file_set_contents_many(\@l, { fsync => 1 })',
-                           'my @l = map { ("$ARGV[0]/d$_/f" => "x") } 1 .. 40;');
+                           'my @l = map { ("$ARGV[0]/d$_/f" => "x") } 1 .. 40;', [qw(open openat close)]);
     ok($r->{ok}, 'traced: 40 files in 40 directories with fsync') or diag $r->{err};
     my (%open, $peak);
     for my $c (@{ $r->{calls} }) {
@@ -120,6 +123,8 @@ SKIP: {
         $peak = $now if !defined $peak || $now > $peak;
     }
     cmp_ok($peak, '<=', 16, "... at most 16 fds open at once (saw $peak)");
+    is(scalar(grep { $_->{name} =~ /^open/ && $_->{args} =~ /O_CREAT/ } @{ $r->{calls} }), 40,
+       '... the opens of its 40 temps seen');
 }
 
 # more directories than the cache holds: 60 under ulimit -n 32 (a cache of
@@ -128,7 +133,7 @@ SKIP: {
 SKIP: {
     skip $strace_why, 4 if $strace_why;
     my $r = traced_in_dirs('reopen', 60, 32, 'FastFile::file_set_contents_many(\@l)',
-                           'my @l = map { ("$ARGV[0]/d$_/f" => "x") } 1 .. 60;');
+                           'my @l = map { ("$ARGV[0]/d$_/f" => "x") } 1 .. 60;', [qw(open openat)]);
     ok($r->{ok}, 'traced: 60 files in 60 directories') or diag $r->{err};
     is(dir_opens($r), 60 + 2 * 48, '... each directory opened once, and again per step only if it left the cache');
 
@@ -138,9 +143,10 @@ SKIP: {
     # for every file: 52 opens)
     $r = traced_in_dirs('alternate', 9, 16, 'FastFile::file_set_contents_many(\@l)',
                         'my @l = ((map { ("$ARGV[0]/d$_/a" => "x") } 1 .. 9),'
-                        . ' map { ("$ARGV[0]/d" . (8 + $_ % 2) . "/f$_" => "y") } 1 .. 40);');
+                        . ' map { ("$ARGV[0]/d" . (8 + $_ % 2) . "/f$_" => "y") } 1 .. 40);', [qw(open openat)]);
     ok($r->{ok}, 'traced: 49 files in 9 directories, the last 40 alternating between two') or diag $r->{err};
     cmp_ok(dir_opens($r), '<=', 3 * 9, '... each directory opened at most three times, once per step');
+    cmp_ok(dir_opens($r), '>=', 9, '... and each at least once (the opens are seen)');
 }
 
 # --- 2. a write-only directory (0300): O_PATH needs no read permission ---
@@ -190,7 +196,7 @@ SKIP: {
     # the second write fails: both new directory trees go again
     my $r = strace_call('FastFile::file_set_contents_many(\@l, { mkdir => 1, fsync => 1 })',
                         setup => 'my @l = map { ($_ => "new") } @ARGV;',
-                        args => ["$dir/new3/x/f1", "$dir/new3/y/f2"], inject => ['write:error=EIO:when=2']);
+                        args => ["$dir/new3/x/f1", "$dir/new3/y/f2"], inject => ['write:error=EIO:when=2'], trace => 'injected');
     like($r->{err}, qr{^unable to write '\Q$dir\E/new3/y/f2\.tmp\.\d+' - \Q@{[errno_text(EIO)]}\E\n\z},
          'mkdir, then the second write fails: its error');
     ok(!-e "$dir/new3", '... the directories made are removed');
@@ -200,7 +206,7 @@ SKIP: {
     spew("$dir/keep", 'old');
     $r = strace_call('FastFile::file_set_contents_many(\@l, { mkdir => 1 })',
                      setup => 'my @l = map { ($_ => "new") } @ARGV;',
-                     args => ["$dir/new4/x/f1", "$dir/new4/y/f2", "$dir/keep"], inject => ['renameat:error=EIO:when=2']);
+                     args => ["$dir/new4/x/f1", "$dir/new4/y/f2", "$dir/keep"], inject => ['renameat:error=EIO:when=2'], trace => 'injected');
     is($r->{err}, "file_set_contents_many: replaced '$dir/new4/x/f1', then close (rename) atomic file "
                   . "'$dir/new4/y/f2' failed: " . errno_text(EIO) . "\n", 'mkdir, then the second rename fails');
     is(slurp("$dir/new4/x/f1"), 'new', '... the file renamed stays, in its new directory');
@@ -212,7 +218,7 @@ SKIP: {
     # the error names the level that failed
     $r = strace_call('FastFile::file_set_contents_many(\@l, { mkdir => 1 })',
                      setup => 'my @l = map { ($_ => "new") } @ARGV;',
-                     args => ["$dir/new5/a/b/f"], inject => ['mkdir:error=EACCES:when=4'],
+                     args => ["$dir/new5/a/b/f"], inject => ['mkdir:error=EACCES:when=4'], trace => 'injected',
                      paths => ["$dir/new5", "$dir/new5/a", "$dir/new5/a/b"]);   # not ASan's own calls
     is($r->{err}, "unable to create directory '$dir/new5/a' - " . errno_text(EACCES) . "\n",
        'mkdir fails on the second level made: names that level');
@@ -242,7 +248,7 @@ SKIP: {
                             . ' FastFile::file_set_contents_many(\@l, $O)',
                             setup => 'my ($P, $Q, @t) = @ARGV; my @l = map { ($_ => "new") } @t;',
                             args => [$p, $q, @t], opts => $opt,
-                            inject => ['write:signal=SIGALRM:when=3', @more, $inject]);
+                            inject => ['write:signal=SIGALRM:when=3', @more, $inject], trace => 'injected');
         is($r->{err}, "file_set_contents_many: replaced '$p/d/f1', then close (rename) atomic file '$p/d/f2' failed: "
                       . errno_text(EIO) . "\n", "$how: parent moved mid-call, the second rename fails");
         ok(!-e $p && -d "$q/d", '... the parent was moved');
@@ -260,7 +266,7 @@ SKIP: {
         spew($_, 'old') for @t;
         my $r = strace_call('local $SIG{ALRM} = sub { die "timeout\n" }; FastFile::file_set_contents_many(\@l, $O)',
                             setup => 'my @l = map { ($_ => "new") } @ARGV;', args => \@t, opts => { fsync => $fsync },
-                            inject => ['renameat:error=EINTR:signal=SIGALRM:when=2']);
+                            inject => ['renameat:error=EINTR:signal=SIGALRM:when=2'], trace => 'injected');
         is($r->{err}, "timeout\n", "fsync $fsync: EINTR and a dying handler on the second rename: its die propagates");
         is(join(' ', map { slurp($_) } @t), 'new new new', '... after every target was replaced');
         my @ren = grep { $_->{name} eq 'renameat' } @{ $r->{calls} };
@@ -285,7 +291,7 @@ SKIP: {
     my @t = ("$dir/sd/a", "$dir/sd/b");
     my $r = strace_call('FastFile::file_set_contents_many(\@l, { fsync => 1 })',
                         setup => 'my @l = map { ($_ => "new") } @ARGV;', args => \@t,
-                        inject => ['fsync:error=EIO']);
+                        inject => ['fsync:error=EIO'], trace => 'injected');
     is($r->{err}, "file_set_contents_many: replaced '$dir/sd/a', '$dir/sd/b', then unable to sync directory "
                   . "'$dir/sd' - " . errno_text(EIO) . "\n", 'the fsync of a directory fails: names the directory');
 
@@ -343,7 +349,7 @@ SKIP: {
     # removed too (it stayed: the rollback took the whole path for made)
     my $r = strace_call('FastFile::file_set_contents_many(\@l, { mkdir => 1 })',
                         setup => 'my @l = map { ($_ => "new") } @ARGV;',
-                        args => ["$dir/new9/a/f"], inject => ['mkdir:error=EACCES:when=3'],
+                        args => ["$dir/new9/a/f"], inject => ['mkdir:error=EACCES:when=3'], trace => 'injected',
                         paths => ["$dir/new9", "$dir/new9/a"]);
     is($r->{err}, "unable to create directory '$dir/new9/a' - " . errno_text(EACCES) . "\n",
        'mkdir fails on the deepest level: names it');
@@ -364,7 +370,8 @@ SKIP: {
     mkdir $base;
     mkdir "$base/d$_" for 1 .. 10;
     $r = strace_call('FastFile::file_set_contents_many(\@l)',
-                     setup => 'my @l = map { ("$ARGV[0]/d$_/f$_" => "x") } 1 .. 10;', args => [$base]);
+                     setup => 'my @l = map { ("$ARGV[0]/d$_/f$_" => "x") } 1 .. 10;', args => [$base],
+                     trace => [qw(fstat newfstatat)]);
     ok($r->{ok}, 'traced: 10 files in 10 directories') or diag $r->{err};
     my @fstat = grep { $_->{name} eq 'fstat' || ($_->{name} eq 'newfstatat' && $_->{args} =~ /AT_EMPTY_PATH/) }
                 @{ $r->{calls} };
@@ -381,7 +388,8 @@ SKIP: {
     mkdir $base;
     spew("$base/f$_", 'old') for 1 .. 40;
     my $setup = 'my @l = map { ("$ARGV[0]/f$_" => "new") } 1 .. 40;';
-    my $r = strace_call('FastFile::file_set_contents_many(\@l, { fsync => 1 })', setup => $setup, args => [$base]);
+    my $r = strace_call('FastFile::file_set_contents_many(\@l, { fsync => 1 })', setup => $setup, args => [$base],
+                        trace => [qw(fdatasync renameat clone clone3)]);
     ok($r->{ok}, 'traced: 40 files with fsync') or diag $r->{err};
     my @names = map { $_->{name} } @{ $r->{calls} };
     my ($first_rename) = grep { $names[$_] eq 'renameat' } 0 .. $#names;
@@ -395,7 +403,7 @@ SKIP: {
     # (strace counts per thread: the 3rd fdatasync of each fails)
     spew("$base/f$_", 'old') for 1 .. 40;
     $r = strace_call('FastFile::file_set_contents_many(\@l, { fsync => 1 })', setup => $setup, args => [$base],
-                     inject => ['fdatasync:error=EIO:when=3']);
+                     inject => ['fdatasync:error=EIO:when=3'], trace => 'injected');
     like($r->{err}, qr{^unable to sync '\Q$base\E/f3\.tmp\.\d+' - \Q@{[errno_text(EIO)]}\E\n\z},
          'a third fdatasync fails in each thread: the error names the first in order (f3)');
     is(join('', map { slurp("$base/f$_") } 1 .. 40) . join('', temps_in($base)), 'old' x 40,

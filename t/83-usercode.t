@@ -7,8 +7,9 @@
 # or the old content and no temp file, and no fd behind.
 #
 # Part 1 runs in this process (warning handlers, overloading, tie); part 2
-# in traced child perls (see t/lib/FFTest.pm), each counting its fds in
-# /proc/self/fd before and after the call.
+# in traced child perls (see t/lib/FFTest.pm), one per fault injected, each
+# case in a child forked from it that counts its fds in /proc/self/fd
+# before and after the call.
 use strict;
 use warnings;
 
@@ -289,21 +290,25 @@ SKIP: {
     # VmData: the leaked buffers' pages are never touched (the read was
     # refused), so RSS would not show them
     my $VMDATA = q{my $vm = sub { open my $s, '<', '/proc/self/status' or die; my ($k) = map { /^VmData:\s+(\d+)/ ? $1 : () } <$s>; $k };};
+    # (strace's log of these runs is not kept: thousands of lines, the
+    # paths 3 KiB long. The handler counts its runs: one per call, each
+    # interrupted, or the case fails; "$T.ran" says it ran.)
+    my $RUNS = q{my $runs = 0; my $runs_are = sub { open my $m, '>', "$T.ran" if $runs; die "the handler ran $runs times for $_[0] calls\n" if $runs != $_[0] };};
     push @cases, ['if_changed: 20 dying compares free their 1 MiB buffers',
-        { code => qq{require POSIX; \$SIG{ALRM} = sub { $DIE }; } . $VMDATA
+        { code => $RUNS . qq{require POSIX; \$SIG{ALRM} = sub { \$runs++; $DIE }; } . $VMDATA
                 . q{my $big = 'M' x (1 << 20); { open my $o, '>', $T or die; print $o 'N' x (1 << 20); close $o }}
                 . q{eval { file_set_contents($T, $big, { if_changed => 1 }) }; my $m0 = $vm->();}
                 . q{eval { file_set_contents($T, $big, { if_changed => 1 }) } for 1 .. 20;}
-                . $call->(q{my $g = $vm->() - $m0; die "VmData grew $g KiB\n" if $g > 8192}),
-          inject => ['read:error=EINTR:signal=ALRM'], paths => ['%T'] },
+                . $call->(q{$runs_are->(21); my $g = $vm->() - $m0; die "VmData grew $g KiB\n" if $g > 8192}),
+          inject => ['read:error=EINTR:signal=ALRM'], paths => ['%T'], quiet => 1 },
         'memory'];
     push @cases, ['mkdir: 2000 dying calls free their directory strings',
-        { code => qq{require POSIX; \$SIG{ALRM} = sub { $DIE }; } . $VMDATA
+        { code => $RUNS . qq{require POSIX; \$SIG{ALRM} = sub { \$runs++; $DIE }; } . $VMDATA
                 . q{my $deep = join '/', "$T.d", ('d' x 200) x 15; }
                 . q{eval { file_set_contents("$deep/f", 'x', { mkdir => 1 }) } for 1 .. 10; my $m0 = $vm->();}
                 . q{eval { file_set_contents("$deep/f", 'x', { mkdir => 1 }) } for 1 .. 2000;}
-                . $call->(q{my $g = $vm->() - $m0; die "VmData grew $g KiB\n" if $g > 2048}),
-          inject => ['mkdir:error=EINTR:signal=ALRM'], paths => ['%T.d/' . join('/', ('d' x 200) x 15)] },
+                . $call->(q{$runs_are->(2010); my $g = $vm->() - $m0; die "VmData grew $g KiB\n" if $g > 2048}),
+          inject => ['mkdir:error=EINTR:signal=ALRM'], paths => ['%T.d/' . join('/', ('d' x 200) x 15)], quiet => 1 },
         'memory'];
 
     # Item 6: noclobber's link fallback, unlink of the temp fails.
@@ -358,24 +363,82 @@ SKIP: {
         }
     }
 
-    # run them, two at a time
-    my @specs;
-    for my $c (@cases) {
+    # Run them: one traced perl for all the cases with the same faults, a
+    # forked child of it per case (a perl start under strace costs ten
+    # forks; strace's when= counts start afresh in each new process, and -P
+    # names every case's paths, so each case gets its own fault and is
+    # alone in its directory). The groups run two at a time.
+    my (%group, @order);
+    for my $i (0 .. $#cases) {
+        my $c = $cases[$i];
         my $d = fresh_dir();
         my $t = "$d/f";
         spew($t, $OLD) unless $c->[2] eq 'noclobber';
-        my %s = %{ $c->[1] };
-        $s{code} = $FDS . $s{code};
-        $s{paths} = [ map { my $x = $_; $x =~ s/%TMP/$t.tmp.$PID/; $x =~ s/%DIR/$d/; $x =~ s/%T/$t/; $x } @{ $s{paths} } ];
-        push @specs, { %s, target => $t, pid => $PID, trace => 'injected', log => "$d.log" };
+        my $s = $c->[1];
+        my @paths = map { my $x = $_; $x =~ s/%TMP/$t.tmp.$PID/; $x =~ s/%DIR/$d/; $x =~ s/%T/$t/; $x } @{ $s->{paths} };
+        my $key = join "\0", ($s->{quiet} ? 'quiet' : ()), @{ $s->{inject} };
+        push @order, $key unless $group{$key};
+        my $g = $group{$key} //= { inject => $s->{inject}, quiet => $s->{quiet}, paths => [], cases => [], index => [] };
+        push @{ $g->{paths} }, @paths;
+        push @{ $g->{cases} }, { code => $FDS . $s->{code}, target => $t, result => "$d.result" };
+        push @{ $g->{index} }, $i;
         $#$c = 4;
         push @$c, $d, $t;
     }
-    my $res = strace_calls(\@specs, jobs => 2);
+    # The result file: the child's real pid, then in hex whether the code
+    # compiled and ran, what it returned (or why not) and its warnings.
+    my $RUN_EACH = q{
+        for my $c (@$D) {
+            my $pid = fork // die "fork: $!";
+            if (!$pid) {
+                my $real = POSIX::getpid();
+                $$ = $PID;
+                $T = $c->{target};
+                @__warnings = ();
+                my $ret = eval $c->{code};
+                my $ran = defined $ret ? 1 : 0;
+                $ret = "code died: $@" unless $ran;
+                local ($\, $,);    # the code may have set them
+                open my $fh, '>', $c->{result} or POSIX::_exit(2);
+                print {$fh} join ' ', $real, $ran, map { unpack 'H*', $_ } $ret, @__warnings;
+                close $fh or POSIX::_exit(2);
+                POSIX::_exit(0);
+            }
+            waitpid $pid, 0;
+        }
+        scalar @$D;
+    };
+    my @specs = map {
+        my $g = $group{$_};
+        { code => $RUN_EACH, setup => "use POSIX (); our \@__warnings; my \$PID = $PID;", data => $g->{cases},
+          inject => $g->{inject}, paths => $g->{paths}, trace => 'injected', timeout => 300,
+          ($g->{quiet} ? (log => '/dev/null') : ()) }
+    } @order;
+    my $group_res = strace_calls(\@specs, jobs => 2);
+    my @res;
+    for my $k (0 .. $#order) {
+        my ($g, $gr) = ($group{ $order[$k] }, $group_res->[$k]);
+        ok($gr->{ok}, "traced perl " . ($k + 1) . " of " . @order . ": ran its " . @{ $g->{cases} } . " cases")
+            or diag($gr->{err});
+        my %injected;
+        $injected{$_}++ for $gr->{log} =~ /^(\d+) .*\(INJECTED\)/mg;
+        for my $j (0 .. $#{ $g->{cases} }) {
+            my $text = slurp($g->{cases}[$j]{result});
+            my %r = (ok => 0, err => "no result; the traced perl: " . ($gr->{err} // '') . ($gr->{output} // ''),
+                     output => '', warnings => [], injected => 0, log => $gr->{log});
+            if (defined $text) {
+                my ($pid, $ran, $ret, @w) = split / /, $text, -1;
+                $_ = pack 'H*', $_ for $ret, @w;
+                %r = (%r, ok => $ran, err => $ret, ret => ($ran ? $ret : undef), warnings => \@w,
+                      injected => $injected{$pid} // 0);
+            }
+            $res[ $g->{index}[$j] ] = \%r;
+        }
+    }
 
     for my $i (0 .. $#cases) {
         my ($name, $spec, $expect, $new, $extra, $d, $t) = @{ $cases[$i] };
-        my $r = $res->[$i];
+        my $r = $res[$i];
         subtest $name => sub {
             ok($r->{ok}, 'child ran the code') or diag($r->{err} // $r->{output});
             # (a signal alone is logged "(INJECTED: signal)", which injected does not count)

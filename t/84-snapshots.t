@@ -197,7 +197,9 @@ PERL
     }
     for my $call (sort keys %groups) {
         my @list = @{ $groups{$call} };
-        my $per = @list > 40 ? int((@list + 3) / 4) : 40;   # 4 children at most, in parallel
+        # 2 children at most (strace_calls runs 2 at a time): each child's
+        # start under strace costs as much as 10 cases
+        my $per = @list > 60 ? int((@list + 1) / 2) : 60;
         while (my @part = splice @list, 0, $per) {
             my $dir = fresh();
             push @specs, { code => $child, args => [ $call, $dir, @part ], names => \@part,

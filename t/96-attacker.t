@@ -26,7 +26,7 @@ BEGIN { $ENV{LC_ALL} = 'C'; delete $ENV{LANGUAGE} }
 
 use Test::More;
 use lib 't/lib';
-use FFTest qw(slurp spew temps_in errno_text in_child strace_why strace_call full_testing);
+use FFTest qw(slurp spew temps_in errno_text strace_why strace_call full_testing);
 use Errno ();
 use Fcntl ();
 use File::Temp ();
@@ -105,8 +105,76 @@ sub fingerprint {
     } @e;
 }
 
-# the attacker's deed, done before the call: returns "ok ..." or "died ..."
-sub as_attacker { my ($code) = @_; return in_child($code, $NOBODY, $NOGROUP) }
+# The attacker: one process, forked here while this one is small and made
+# uid 65534 (all groups dropped), that does each deed it is sent (perl code
+# as text, with its arguments) and answers as in_child: "ok <what it
+# returned>" or "died <why>" (also when it could not become 65534). A fork
+# per deed cost 12 ms of CPU, 250 of them per run.
+my ($TO_ATTACKER, $FROM_ATTACKER, $ATTACKER_PID) = start_attacker();
+
+sub start_attacker {
+    pipe my $req_r, my $req_w or die "pipe: $!";
+    pipe my $ans_r, my $ans_w or die "pipe: $!";
+    my $pid = fork // die "fork: $!";
+    if (!$pid) {
+        close $req_w;
+        close $ans_r;
+        $SIG{$_} = 'DEFAULT' for qw(INT TERM HUP QUIT);
+        my $became = eval {
+            $) = "$NOGROUP $NOGROUP";    # drops root's supplementary groups too
+            POSIX::setgid($NOGROUP) or die "setgid: $!\n";
+            POSIX::setuid($NOBODY) or die "setuid: $!\n";
+            die "still privileged\n" if $< != $NOBODY || $> != $NOBODY || $( != $NOGROUP;
+            1;
+        } ? '' : $@;
+        while (defined(my $msg = read_message($req_r))) {
+            my ($code, @args) = unpack '(N/a*)*', $msg;
+            my $deed = $became ? undef : eval "sub { $code }";
+            my $out = $deed ? eval { $deed->(@args) } : undef;
+            my $why = $became || ($deed ? $@ : "the deed does not compile: $@");
+            write_message($ans_w, defined $out ? "ok $out" : "died $why");
+        }
+        POSIX::_exit(0);
+    }
+    close $req_r;
+    close $ans_w;
+    return ($req_w, $ans_r, $pid);
+}
+# killed, not waited for: a test that dies in the middle of a held-open case
+# leaves a process that could keep the attacker's pipe open
+END { local $?; if ($ATTACKER_PID && $$ != $ATTACKER_PID) { kill 'KILL', $ATTACKER_PID; waitpid $ATTACKER_PID, 0 } }
+
+sub write_message {
+    my ($fh, $msg) = @_;
+    my $buf = pack 'N/a*', $msg;
+    while (length $buf) {
+        my $n = syswrite $fh, $buf;
+        die "to the attacker: $!\n" unless defined $n || $!{EINTR};
+        substr($buf, 0, $n, '') if $n;
+    }
+}
+
+# The next message on $fh; undef at its end.
+sub read_message {
+    my ($fh) = @_;
+    my $buf = '';
+    my $want = 4;
+    while (length $buf < $want) {
+        my $n = sysread $fh, $buf, $want - length $buf, length $buf;
+        next if !defined $n && $!{EINTR};
+        return undef unless $n;
+        $want = 4 + unpack 'N', $buf if length $buf == 4 && $want == 4;
+    }
+    return substr $buf, 4;
+}
+
+# the attacker's deed ($code with @args as its @_), done before the call:
+# returns "ok ..." or "died ..."
+sub as_attacker {
+    my ($code, @args) = @_;
+    write_message($TO_ATTACKER, pack '(N/a*)*', $code, @args);
+    return read_message($FROM_ATTACKER) // die "the attacker is gone\n";
+}
 
 my %API = (
     file_set_contents => 'file_set_contents($T, $D, $O)',
@@ -191,11 +259,12 @@ sub planted_cases {
                     my $c = new_case($where);
                     my ($given, $real) = victim_files($c, $opt);
                     my $temp = "$real.tmp.$$";
-                    my $planted = as_attacker(sub {
-                        $thing eq 'symlink' ? symlink("$c->{outside}/precious", $temp)
+                    my $planted = as_attacker(q{
+                        my ($thing, $precious, $temp) = @_;
+                        $thing eq 'symlink' ? symlink($precious, $temp)
                                             : POSIX::mkfifo($temp, 0666) or die "$!\n";
                         return 'planted';
-                    });
+                    }, $thing, "$c->{outside}/precious", $temp);
                     if ($where eq 'own') {
                         is($planted, 'died ' . errno_text(Errno::EACCES()) . "\n",
                            "$label: the attacker cannot plant in the victim's directory");
@@ -216,11 +285,12 @@ sub planted_cases {
                     my $label = "ps=$ps $where $api $opt: $thing at the target";
                     my $c = new_case($where);
                     my $t = "$c->{dir}/theirs";
-                    my $planted = as_attacker(sub {
-                        $thing eq 'symlink' ? symlink("$c->{outside}/precious", $t)
+                    my $planted = as_attacker(q{
+                        my ($thing, $precious, $t) = @_;
+                        $thing eq 'symlink' ? symlink($precious, $t)
                                             : POSIX::mkfifo($t, 0666) or die "$!\n";
                         return 'planted';
-                    });
+                    }, $thing, "$c->{outside}/precious", $t);
                     is($planted, 'ok planted', "$label: planted");
                     local $SIG{ALRM} = sub { die "blocked\n" };
                     alarm 10;
@@ -251,7 +321,7 @@ sub planted_cases {
             chown $NOBODY, $NOGROUP, $c->{dir} or die if $owner eq 'dir-owner';
             spew("$c->{dir}/real", "old\n");
             if ($owner eq 'follower') { symlink 'real', "$c->{dir}/link" or die }
-            else { as_attacker(sub { symlink('real', "$c->{dir}/link") or die "$!\n"; 1 }) }
+            else { as_attacker(q{ symlink('real', $_[0]) or die "$!\n"; 1 }, "$c->{dir}/link") }
             my ($ok, $err) = victim('file_set_contents', "$c->{dir}/link", $SECRET, { follow_symlinks => 1 });
             ok($ok, "$label: followed") or diag($err);
             ok(-l "$c->{dir}/link", "$label: the link kept");
@@ -287,7 +357,7 @@ sub planted_cases {
         for my $reader (qw(file_get_contents file_read_firstline)) {
             my $label = "ps=$ps sticky $reader: the attacker's link at the name";
             my $c = new_case('sticky');
-            as_attacker(sub { symlink("$c->{outside}/precious", "$c->{dir}/name") or die "$!\n"; 1 });
+            as_attacker(q{ symlink($_[0], $_[1]) or die "$!\n"; 1 }, "$c->{outside}/precious", "$c->{dir}/name");
             my $perl_ok = open(my $fh, '<', "$c->{dir}/name") ? 1 : 0;
             my $perl_errno = $! + 0;
             my $got = eval { no strict 'refs'; &{"FastFile::$reader"}("$c->{dir}/name") };
@@ -301,7 +371,7 @@ sub planted_cases {
         for my $api (@APIS) {
             my $label = "ps=$ps sticky $api: the attacker's symlink as the parent";
             my $c = new_case('sticky');
-            as_attacker(sub { symlink($c->{outside}, "$c->{dir}/sub") or die "$!\n"; 1 });
+            as_attacker(q{ symlink($_[0], $_[1]) or die "$!\n"; 1 }, $c->{outside}, "$c->{dir}/sub");
             my $perl_ok = -w "$c->{dir}/sub/." && open(my $fh, '>>', "$c->{dir}/sub/probe") ? 1 : 0;
             unlink "$c->{outside}/probe";
             my ($ok, $err, $errno) = victim($api, "$c->{dir}/sub/file", $SECRET, {});
@@ -332,16 +402,20 @@ my $STRACE = strace_why();
 sub during {
     my (%a) = @_;
     pipe my $r, my $w or die "pipe: $!";
+    my $test = $$;
     my $pid = fork // die "fork: $!";
     if (!$pid) {
         close $r;
+        close $TO_ATTACKER;
+        close $FROM_ATTACKER;
         my $report = eval {
             $) = "$NOGROUP $NOGROUP";
             POSIX::setgid($NOGROUP) or die "setgid: $!\n";
             POSIX::setuid($NOBODY) or die "setuid: $!\n";
             my ($stop, %state) = (0);
             local $SIG{USR1} = sub { $stop = 1 };
-            until ($stop) { $a{deed}->(\%state); select undef, undef, undef, 0.001 }
+            # (and not on after the test died: nobody would stop it)
+            until ($stop || getppid() != $test) { $a{deed}->(\%state); select undef, undef, undef, 0.001 }
             $a{after} ? $a{after}->(\%state) : 'done';
         } // "died $@";
         print {$w} $report;
@@ -412,7 +486,7 @@ sub windowed_cases {
                     $label = "ps=$ps sticky $api $opt: symlinks and FIFOs swapped in, $hold held";
                     $c = new_case('sticky');
                     my $t = "$c->{dir}/theirs";
-                    as_attacker(sub { spew($t, "their old\n", 0644); 1 });
+                    as_attacker(q{ spew($_[0], "their old\n", 0644); 1 }, $t);
                     my $temp = "$t.tmp.$FFTest::PID";
                     ($res, $report) = during(
                         code => $API{$api}, target => $t,
@@ -443,7 +517,7 @@ sub windowed_cases {
         my $label = "ps=$ps sticky $api: the parent directory swapped during the call";
         my $c = new_case('sticky');
         my $p = "$c->{dir}/theirdir";
-        as_attacker(sub { mkdir $p or die "$!\n"; chmod 0777, $p; 1 });
+        as_attacker(q{ mkdir $_[0] or die "$!\n"; chmod 0777, $_[0]; 1 }, $p);
         my ($res, $report) = during(
             code => $API{$api}, target => "$p/file", opts => {},
             deed => sub {
@@ -481,7 +555,8 @@ sub planted_file_not_preserved {
     my ($kind, $label, $api, $mode) = @_;
     my $c = new_case($kind);
     my $t = "$c->{dir}/report";
-    my $planted = as_attacker(sub { spew($t, "bait\n"); chmod $mode, $t or die "$!\n"; 'planted' });
+    my $planted = as_attacker(q{ my ($t, $mode) = @_; spew($t, "bait\n"); chmod $mode, $t or die "$!\n"; 'planted' },
+                              $t, $mode);
     is($planted, 'ok planted', "$label: planted");
     my ($ok, $err, $errno) = victim($api, $t, $SECRET, { preserve => 1, perm => 0600 });
     ok(!$ok, "$label: refused");
@@ -499,12 +574,12 @@ sub planted_file_replaced {
     my ($kind, $label, $api) = @_;
     my $c = new_case($kind);
     my $t = "$c->{dir}/conf";
-    my $planted = as_attacker(sub { spew($t, $SECRET); chmod 0666, $t or die "$!\n"; 'planted' });
+    my $planted = as_attacker(q{ spew($_[0], $_[1]); chmod 0666, $_[0] or die "$!\n"; 'planted' }, $t, $SECRET);
     is($planted, 'ok planted', "$label: planted");
     my ($ok, $err) = victim($api, $t, $SECRET, { if_changed => 1, perm => 0600 });
     ok($ok, "$label: the call succeeds") or diag($err);
     is((lstat $t)[4], 0, "$label: the file is the victim's now");
-    like(as_attacker(sub { open(my $fh, '>>', $t) ? 'wrote' : "refused\n" }), qr/^ok refused/,
+    like(as_attacker(q{ open(my $fh, '>>', $_[0]) ? 'wrote' : "refused\n" }, $t), qr/^ok refused/,
          "$label: the attacker can no longer write it");
     end_checks($label, $c, real => $t, content => $SECRET, mode => 0600);
 }
@@ -527,7 +602,7 @@ sub group_sticky_cases {
         my $label = "sticky-group $api follow_symlinks: a group member's link at the target";
         my $c = new_case('sticky-group');
         my $t = "$c->{dir}/conf";
-        my $planted = as_attacker(sub { symlink "$c->{outside}/precious", $t or die "$!\n"; 'planted' });
+        my $planted = as_attacker(q{ symlink $_[0], $_[1] or die "$!\n"; 'planted' }, "$c->{outside}/precious", $t);
         is($planted, 'ok planted', "$label: planted");
         my ($ok, $err, $errno) = victim($api, $t, $SECRET, { follow_symlinks => 1, perm => 0600 });
         ok(!$ok, "$label: refused");
@@ -541,7 +616,7 @@ sub group_sticky_cases {
         my $c = new_case('sticky-group');
         chown $NOBODY, $NOGROUP, $c->{dir} or die;
         my $t = "$c->{dir}/report";
-        my $planted = as_attacker(sub { spew($t, "old\n"); chmod 0640, $t or die "$!\n"; 'planted' });
+        my $planted = as_attacker(q{ spew($_[0], "old\n"); chmod 0640, $_[0] or die "$!\n"; 'planted' }, $t);
         is($planted, 'ok planted', "$label: made");
         my ($ok, $err) = victim($api, $t, $SECRET, { preserve => 1 });
         ok($ok, "$label: preserved") or diag($err);
@@ -569,7 +644,7 @@ sub hardlink_cases {
             spew($shared, $content, $shared_mode);
             chown 0, $NOGROUP, $shared or die "chown: $!";
             chmod $shared_mode, $shared or die "chmod: $!";
-            my $planted = as_attacker(sub { link $shared, $t or die "link: $!\n"; 'linked' });
+            my $planted = as_attacker(q{ link $_[0], $_[1] or die "link: $!\n"; 'linked' }, $shared, $t);
             return ($planted, $shared);
         };
         for my $api (@APIS) {

@@ -99,6 +99,13 @@ static ino_t next_ino = 1;
 static unsigned long long crash_at;
 static struct node *crash_image;
 static unsigned long long crash_pass;
+/* "crashpoints": the durable state after each request from then on, image
+ * N after the N-th, until the next crash; "crash N" makes image N the tree
+ * (each image once). Every crash point of one run of a call, which then
+ * runs once, not once per point. */
+static struct node **images;
+static size_t nimages, images_cap;
+static int recording, recording_failed;
 static unsigned max_write_seen;
 static struct fuse_conn_info_opts *conn_opts;  /* -o max_write=N etc. */
 
@@ -516,10 +523,67 @@ static int crash(void)
 		return -ENOMEM;
 	crash_image = NULL;
 	crash_at = 0;
+	recording = 0;
 	root = fresh;
 	free_tree(old);
 	st.crashes++;
 	return 0;
+}
+
+/* Lets go of the images "crashpoints" took. */
+static void free_images(void)
+{
+	for (size_t i = 0; i < nimages; i++)
+		if (images[i])
+			free_tree(images[i]);
+	free(images);
+	images = NULL;
+	nimages = images_cap = 0;
+	recording = recording_failed = 0;
+}
+
+/* "crash N": the tree becomes image N of "crashpoints" (1: after its
+ * first request), which is used up. */
+static int crash_into(long n)
+{
+	struct node *old = root;
+
+	if (recording_failed)
+		return -ENOMEM;
+	if (n < 1 || (size_t) n > nimages || !images[n - 1])
+		return -EINVAL;
+	recording = 0;
+	crash_image = NULL;
+	crash_at = 0;
+	root = images[n - 1];
+	images[n - 1] = NULL;
+	free_tree(old);
+	st.crashes++;
+	return 0;
+}
+
+/* Keeps the durable state after this request, for "crash N". */
+static void record_image(void)
+{
+	struct node *m;
+
+	if (nimages == images_cap) {
+		size_t c = images_cap ? 2 * images_cap : 64;
+		struct node **a = realloc(images, c * sizeof *a);
+		if (!a) {
+			recording = 0;
+			recording_failed = 1;
+			return;
+		}
+		images = a;
+		images_cap = c;
+	}
+	if (!(m = restore_tree(root))) {
+		recording = 0;
+		recording_failed = 1;
+		return;
+	}
+	images[nimages++] = m;
 }
 
 /* Called after every request (but the control file's): takes the
@@ -529,6 +593,8 @@ static void tick(void)
 	st.requests++;
 	if (crash_at && st.requests == crash_at && !crash_image)
 		crash_image = restore_tree(root);
+	if (recording)
+		record_image();
 }
 
 /* ---------- fault rules ---------- */
@@ -620,7 +686,12 @@ static int command(char *line)
 	if (strcmp(word, "sync") == 0)
 		return sync_all(root);
 	if (strcmp(word, "crash") == 0)
-		return crash();
+		return sscanf(line, "%*s %ld", &a) == 1 ? crash_into(a) : crash();
+	if (strcmp(word, "crashpoints") == 0) {
+		free_images();
+		recording = 1;
+		return 0;
+	}
 	if (strcmp(word, "crashpoint") == 0 &&
 	    sscanf(line, "%*s %ld", &a) == 1 && a >= 0) {
 		if (crash_image)
@@ -696,6 +767,8 @@ static int ctl_snapshot(struct handle *h)
 #undef KV
 	/* 1 while a crashpoint waits for its request */
 	fprintf(f, "crashpoint_pending %d\n", crash_at && !crash_image);
+	/* the images "crashpoints" took (0 if one could not be taken) */
+	fprintf(f, "crashpoints %zu\n", recording_failed ? (size_t) 0 : nimages);
 	fprintf(f, "rules %d\nmax_write %u\nwrite_sizes ", nrules, max_write_seen);
 	first = nsizes > NSIZES ? nsizes - NSIZES : 0;
 	for (unsigned long long i = first; i < nsizes; i++)
