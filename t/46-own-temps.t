@@ -168,10 +168,14 @@ SKIP: {
 # names that fold alike: beside "X", "x"'s plain temp "x.tmp.$$" is the
 # first pair's target, whose rename (first) would replace it, and x's
 # rename would then move the first pair's bytes to x (the batch
-# succeeding, x.tmp.$$ gone)
-for my $order ([ 'x.tmp.PID', 'X', 'x' ], [ 'x.tmp.PID', 'x', 'X' ], [ 'X.TMP.PID', 'X', 'x' ]) {
-    my $d = "$dir/fold-all-" . join('-', @$order);
+# succeeding, x.tmp.$$ gone); also where the names are of two names of
+# one directory (L a symlink to sub)
+for my $order ([ 'x.tmp.PID', 'X', 'x' ], [ 'x.tmp.PID', 'x', 'X' ], [ 'X.TMP.PID', 'X', 'x' ],
+               [ 'sub/x.tmp.PID', 'L/X', 'L/x' ]) {
+    my $d = "$dir/fold-all-" . join('-', @$order) =~ tr{/}{_}r;
     mkdir $d or die;
+    mkdir "$d/sub" or die;
+    symlink 'sub', "$d/L" or die;
     my @names = map { s/PID/$$/r } @$order;
     my $w = eval { file_set_contents_many([ map { ("$d/$_" => "$_\n") } @names ]) };
     is($w, 3, "@$order: the batch writes all three") or diag $@;
