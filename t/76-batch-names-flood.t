@@ -5,7 +5,7 @@
 # bytes share their low bits (a hash whose low bits see only the low bits
 # of its input). Measured as the user CPU time of such a batch against a
 # batch of as many ordinary names: quadratic work is many times slower at
-# this size (measured before the fix: 2.6 s against 0.15 s).
+# this size (before the fix, case variants: 3.1 s against 0.04 s).
 use strict;
 use warnings;
 
