@@ -145,24 +145,29 @@ static int same_folded_n(const char *leaf, const char *x, size_t n)
     return leaf[n] == '\0';
 }
 
-/* FNV-1a of a leaf's n bytes, case folded (a leaf and its case variants
- * probe one chain: the tables find exact matches and folded ones alike),
- * from the batch's random seed (and a directory index: NONE for the leaf
- * alone) */
-static uint64_t leaf_hash_n(const struct ff_batch *b, size_t dir, const char *leaf, size_t n)
+/* FNV-1a of a leaf's n bytes from the batch's random seed (and a
+ * directory index: NONE for the leaf alone), case folded (a leaf and its
+ * case variants probe one chain; a table that holds them all takes the
+ * exact bytes instead, see find_duplicate). Finished by a mix: the low bits
+ * of FNV's state, the slot, see only the low bits of the bytes and seed. */
+static uint64_t name_hash(const struct ff_batch *b, size_t dir, const char *leaf, size_t n, int folded)
 {
     const unsigned char *p = (const unsigned char *)leaf, *end = p + n;
     uint64_t h = (1469598103934665603ULL ^ b->seed) ^ (uint64_t)dir * 0x9e3779b97f4a7c15ULL;
 
-    while (p < end)
-        h = (h ^ fold(*p++)) * 1099511628211ULL;
+    if (folded)
+        while (p < end)
+            h = (h ^ fold(*p++)) * 1099511628211ULL;
+    else
+        while (p < end)
+            h = (h ^ *p++) * 1099511628211ULL;
+    h ^= h >> 32;               /* (murmur3's finalizer) */
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 29;
     return h;
 }
-
-static uint64_t leaf_hash(const struct ff_batch *b, size_t dir, const char *leaf)
-{
-    return leaf_hash_n(b, dir, leaf, strlen(leaf));
-}
+#define leaf_hash_n(b, dir, leaf, n) name_hash(b, dir, leaf, n, 1)
+#define leaf_hash(b, dir, leaf) name_hash(b, dir, leaf, strlen(leaf), 1)
 
 /* The name hashes' seed, without a syscall (getrandom would be one more
  * per batch): the vDSO clock and the randomized stack address. Enough that
@@ -299,15 +304,52 @@ int ff_batch_merge_same_dirs(struct ff_batch *b)
     return 0;
 }
 
+/* The files by directory and leaf where case folds, for the lookups of
+ * find_duplicate: one slot a name (the first file of it), and next[i] the
+ * next file of file i's name after it (index + 1; 0: none). */
+static int make_folded_names(const struct ff_batch *b, ff_slot **slots_out, ff_slot **next_out,
+                             size_t *mask)
+{
+    ff_slot *slots = make_slots(b->n, mask), *next = calloc(b->n, sizeof *next);
+    size_t i, s;
+
+    if (!slots || !next) {
+        free(slots);
+        free(next);
+        return ENOMEM;
+    }
+    for (i = 0; i < b->n; i++) {
+        const struct ff_batch_file *f = &b->files[i];
+
+        for (s = (size_t)leaf_hash_n(b, f->dir, LEAF(f), LEAF_LEN(f)) & *mask; slots[s]; s = (s + 1) & *mask) {
+            size_t first = slots[s] - 1;
+
+            if (b->files[first].dir == f->dir && same_folded(LEAF(&b->files[first]), LEAF(f))) {
+                next[i] = next[first];
+                next[first] = (ff_slot)(i + 1);
+                break;
+            }
+        }
+        if (!slots[s])
+            slots[s] = (ff_slot)(i + 1);
+    }
+    *slots_out = slots;
+    *next_out = next;
+    return 0;
+}
+
 /* Two entries for one name in one directory: the second would silently
- * replace the first. A hash of (directory, leaf). Then the temps: one whose
- * plain name ("<target>.tmp.<pid>") is another pair's target would be
- * replaced by that pair's rename, and its own rename would publish the
- * other pair's bytes: such a temp takes a random name from the start. */
+ * replace the first. A hash of (directory, leaf), of the exact bytes: the
+ * case variants of a leaf (2^17 names of 17 letters) would make one chain,
+ * a probe as long as the batch for each. Then the temps: one whose plain
+ * name ("<target>.tmp.<pid>") is another pair's target would be replaced
+ * by that pair's rename, and its own rename would publish the other pair's
+ * bytes: such a temp takes a random name from the start. */
 int ff_batch_find_duplicate(struct ff_batch *b)
 {
     size_t mask, i;
-    ff_slot *slots;
+    ff_slot *slots, *next = NULL;
+    int err = 0;
 
     if (b->n < 2)
         return 0;
@@ -317,7 +359,7 @@ int ff_batch_find_duplicate(struct ff_batch *b)
         const struct ff_batch_file *f = &b->files[i];
         size_t s;
 
-        for (s = (size_t)leaf_hash_n(b, f->dir, LEAF(f), LEAF_LEN(f)) & mask; slots[s]; s = (s + 1) & mask) {
+        for (s = (size_t)name_hash(b, f->dir, LEAF(f), LEAF_LEN(f), 0) & mask; slots[s]; s = (s + 1) & mask) {
             const struct ff_batch_file *g = &b->files[slots[s] - 1];
             if (g->dir == f->dir && strcmp(LEAF(g), LEAF(f)) == 0) {
                 b->dup_first = slots[s] - 1;
@@ -328,28 +370,38 @@ int ff_batch_find_duplicate(struct ff_batch *b)
         }
         slots[s] = (ff_slot)(i + 1);
     }
+    free(slots);
+    slots = NULL;
     /* A temp's leaf is its target's and the suffix ".tmp.<pid>" (the
      * same for all: no random name yet): only a target whose leaf ends
-     * with it (where case folds) can be another's temp, that of the file
-     * of its leaf less the suffix in its directory. So each such target is
-     * looked up, not every temp's leaf hashed. */
-    for (i = 0; i < b->n; i++) {
+     * with it (where case folds) can be another's temp, that of every file
+     * of its leaf less the suffix in its directory (where case folds: all
+     * its case variants). So each such target is looked up, not every
+     * temp's leaf hashed; the table of the leaves is made for the first. */
+    for (i = 0; i < b->n && !err; i++) {
         const struct ff_batch_file *g = &b->files[i];
         const char *suffix = g->a.temp + g->a.target_len, *leaf = LEAF(g);
         size_t suffix_len = b->suffix_len, len = LEAF_LEN(g), s;
 
         if (len <= suffix_len || !same_folded_n(suffix, leaf + len - suffix_len, suffix_len))
             continue;
+        if (!slots && (err = make_folded_names(b, &slots, &next, &mask)))
+            break;
         len -= suffix_len;
         for (s = (size_t)leaf_hash_n(b, g->dir, leaf, len) & mask; slots[s]; s = (s + 1) & mask) {
-            struct ff_batch_file *f = &b->files[slots[s] - 1];
+            size_t k = slots[s] - 1;
 
-            if (f->dir == g->dir && same_folded_n(LEAF(f), leaf, len)) {
-                f->temp_is_target = 1;
+            if (b->files[k].dir == g->dir && same_folded_n(LEAF(&b->files[k]), leaf, len)) {
+                /* each name's files marked once: case variants of the
+                 * suffix ask for the same files */
+                if (!b->files[k].temp_is_target)
+                    for (k = slots[s]; k; k = next[k - 1])
+                        b->files[k - 1].temp_is_target = 1;
                 break;
             }
         }
     }
     free(slots);
-    return 0;
+    free(next);
+    return err;
 }

@@ -164,6 +164,24 @@ SKIP: {
     like("@made", qr/\Ax\.tmp\.$r->{pid}\.[0-9a-f]{16}\z/, '... its temp takes a random name') or diag $r->{log};
     is(slurp("$d/x") . slurp("$d/X.TMP.$r->{pid}"), "2\n1\n", '... each target its own bytes');
 }
+# ... every target whose temp is that target, not only the first of the
+# names that fold alike: beside "X", "x"'s plain temp "x.tmp.$$" is the
+# first pair's target, whose rename (first) would replace it, and x's
+# rename would then move the first pair's bytes to x (the batch
+# succeeding, x.tmp.$$ gone); also where the names are of two names of
+# one directory (L a symlink to sub)
+for my $order ([ 'x.tmp.PID', 'X', 'x' ], [ 'x.tmp.PID', 'x', 'X' ], [ 'X.TMP.PID', 'X', 'x' ],
+               [ 'sub/x.tmp.PID', 'L/X', 'L/x' ]) {
+    my $d = "$dir/fold-all-" . join('-', @$order) =~ tr{/}{_}r;
+    mkdir $d or die;
+    mkdir "$d/sub" or die;
+    symlink 'sub', "$d/L" or die;
+    my @names = map { s/PID/$$/r } @$order;
+    my $w = eval { file_set_contents_many([ map { ("$d/$_" => "$_\n") } @names ]) };
+    is($w, 3, "@$order: the batch writes all three") or diag $@;
+    is(join('', map { slurp("$d/$_") // "(none)\n" } @names), join('', map { "$_\n" } @names),
+       '... each target its own bytes');
+}
 SKIP: {
     skip 'casefold: needs root (mount)', 9 if $>;
     skip 'casefold: this kernel has no casefold tmpfs (/sys/fs/tmpfs/features/casefold; CONFIG_UNICODE, Linux 6.13+)', 9
