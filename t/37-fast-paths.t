@@ -88,6 +88,36 @@ my $dir = tempdir();
     ok !defined $o, 'the caller dropped them';
     is mode_of($f), 0600, 'the options as passed';
 }
+{
+    # a magical value's FETCH deletes buffer_size, read already (in place,
+    # or by the iterator before it): its value is the writer's, not what
+    # perl puts in the freed scalar's place next (new scalars made at once)
+    package DeletesSize;
+    sub TIESCALAR { my ($c, $h) = @_; return bless { h => $h }, $c }
+    sub FETCH {
+        my $h = $_[0]{h};
+        if (exists $h->{buffer_size}) {
+            delete $h->{buffer_size};
+            our @reuse = map { "not a number $_" } 1 .. 50;
+        }
+        return 0;
+    }
+    sub STORE { }
+    package main;
+    my $f = "$dir/size-deleted";
+    my @failed;
+    for my $n (1 .. 24) {       # hashes of other sizes: other orders of keys
+        my %o = (buffer_size => 3, map { ("filler$_" => 1) } 1 .. $n);
+        delete $o{"filler$_"} for 1 .. $n;
+        tie $o{$_}, 'DeletesSize', \%o for qw(mkdir noclobber preserve follow_symlinks);
+        my $w = eval { atomic_writer($f, \%o) };
+        push @failed, "$n: $@" unless $w;
+        $w->print("abcdefgh") if $w;
+        $w->commit if $w;
+    }
+    is "@failed", '', 'buffer_size deleted by a FETCH: never read from the freed scalar';
+    is slurp($f), "abcdefgh", 'the bytes';
+}
 
 # ---------------------------------------------------------------- writer
 {
