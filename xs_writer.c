@@ -339,6 +339,10 @@ SV *ffxs_writer_new(pTHX_ HV *own, SV *klass, SV *filename, SV *opts)
     if (SvMAGICAL(klass) || !(SvPOK(klass) || (SvROK(klass) && SvOBJECT(SvRV(klass)))))
         klass = snapshot(klass);
     stash = class_stash(klass, own);
+    /* held: user code runs before the bless (the name's overloading, the
+     * options' FETCH) and may delete the package or free the object that
+     * kept it */
+    hold_in_scope((SV *)stash);
     SvGETMAGIC(filename);
     filename = name_snapshot(filename);
     if (opts) {

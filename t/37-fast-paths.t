@@ -121,6 +121,21 @@ my $dir = tempdir();
 
 # ---------------------------------------------------------------- writer
 {
+    # new's class is found before its user code runs: a file name's
+    # overloading that deletes the package (its last holder) leaves the
+    # object blessed into a live stash, not into freed memory
+    { no strict 'refs'; @{"T37Gone::Writer::ISA"} = ('FastFile::Writer') }
+    my $f = "$dir/w-class-gone";
+    my $name = Named->new($f, sub {
+        delete $T37Gone::{"Writer::"};
+        our @reuse = map { { n => $_ } } 1 .. 100;      # new hashes in its place
+    });
+    my $w = eval { T37Gone::Writer->new($name) };
+    is ref($w), 'T37Gone::Writer', 'class deleted by the name\'s overloading: its object' or diag $@;
+    ok eval { $w->print("x"); $w->commit; 1 }, 'its methods' or diag $@;
+    is slurp($f), "x", 'its bytes';
+}
+{
     my $f = "$dir/w-ors";
     my $w = atomic_writer($f);
     { local $\ = "!\n"; $w->print("a") }
