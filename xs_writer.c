@@ -415,7 +415,13 @@ void ffxs_writer_commit(pTHX_ struct ff_writer *w)
  * removes it: a forked copy closes its fd and leaves the file alone. */
 static void S_writer_discard(pTHX_ struct ff_writer *w)
 {
-    if (dollar_pid() != w->pid)
+    /* In global destruction $$'s context (xs_pid.c) may be freed already:
+     * a writer whose object outlives sv_clean_objs (its scalar held by
+     * other than a reference) is freed after perl's exit list, as every
+     * thread's interpreter does at its end; the process is getpid()'s. */
+    IV now = PL_phase == PERL_PHASE_DESTRUCT ? (IV)getpid() : dollar_pid();
+
+    if (now != w->pid)
         w->a.created = 0;
     ff_atomic_discard(&w->a);
     ff_wbuf_free(&w->wb);
