@@ -106,7 +106,7 @@ my $dir = tempdir();
     package main;
     my $f = "$dir/size-deleted";
     my @failed;
-    for my $n (1 .. 24) {       # hashes of other sizes: other orders of keys
+    for my $n (1 .. 64) {       # hashes of other sizes: other orders of keys
         my %o = (buffer_size => 3, map { ("filler$_" => 1) } 1 .. $n);
         delete $o{"filler$_"} for 1 .. $n;
         tie $o{$_}, 'DeletesSize', \%o for qw(mkdir noclobber preserve follow_symlinks);
