@@ -566,7 +566,9 @@ static void S_option(pTHX_ HE *he, const char *key, STRLEN klen, SV *val, struct
     else if (KEY_IS("follow_symlinks")) opt->follow_symlinks = flag_value(key, val);
     else if (KEY_IS("noclobber"))       opt->noclobber = flag_value(key, val);
     else if (buffer_size && KEY_IS("buffer_size"))
-        *buffer_size = val;
+        /* a copy (get-magic ran already): a later FETCH may delete the
+         * key, freeing val, and the caller's scalar gets no number form */
+        *buffer_size = sv_mortalcopy_flags(val, SV_NOSTEAL);
     else
         croak("unknown option '%" SVf "'\n", SVfARG(hv_iterkeysv(he)));
 #undef KEY_IS

@@ -151,7 +151,8 @@ void ffxs_croak_unless_safe(pTHX_ SV *path, const char *op, IV pid);
 
 /* Read the options hash: every value's get-magic once, unknown keys and
  * bad values refused before anything is touched. buffer_size is only known
- * where the caller asks for it (the streaming writer). Under -T a tainted
+ * where the caller asks for it (the streaming writer: a mortal copy of
+ * the value). Under -T a tainted
  * perm dies as sysopen's does, "Insecure dependency in <op>". */
 void ffxs_parse_options(pTHX_ HV *hv, struct ff_options *opt, bool *force_utf8,
                         SV **buffer_size, const char *op);

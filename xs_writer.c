@@ -339,6 +339,16 @@ SV *ffxs_writer_new(pTHX_ HV *own, SV *klass, SV *filename, SV *opts)
     if (SvMAGICAL(klass) || !(SvPOK(klass) || (SvROK(klass) && SvOBJECT(SvRV(klass)))))
         klass = snapshot(klass);
     stash = class_stash(klass, own);
+    /* The object, blessed at once: it holds the stash while user code runs
+     * (the name's overloading, the options' FETCH may delete the package,
+     * or free the object that kept it). A croak frees it (on the
+     * savestack, so at once, whatever catches the die); from when its
+     * magic holds w below, its free magic removes whatever the writer
+     * made (start_write's lent mode: nothing else discards w->a). */
+    obj = newRV_noinc(newSV_type(SVt_PVMG));     /* magic's type: no upgrade */
+    SAVEFREESV(obj);
+    sv_bless(obj, stash);   /* not read-only: the writer is in the magic, and a
+                             * subclass may rebless the object */
     SvGETMAGIC(filename);
     filename = name_snapshot(filename);
     if (opts) {
@@ -360,17 +370,10 @@ SV *ffxs_writer_new(pTHX_ HV *own, SV *klass, SV *filename, SV *opts)
     Zero(w, 1, struct ff_writer);
     w->a.fd = w->a.step_fd = -1;        /* nothing to close until start_write sets it up */
     w->state = FF_W_ABORTED;
-    /* From here the object owns w: a croak frees it (on the savestack, so
-     * at once, whatever catches the die), and its free magic removes
-     * whatever the writer made (start_write's lent mode: nothing else
-     * discards w->a). */
-    obj = newRV_noinc(newSV_type(SVt_PVMG));     /* magic's type: no upgrade */
+    /* from here the object owns w */
     mg = sv_magicext(SvRV(obj), NULL, PERL_MAGIC_ext, &writer_tag, NULL, 0);
     mg->mg_ptr = (char *)w;             /* mg_len 0: perl neither copies nor frees it */
     mg->mg_flags |= MGf_DUP;
-    SAVEFREESV(obj);
-    sv_bless(obj, stash);   /* not read-only: the writer is in the magic, and a
-                             * subclass may rebless the object */
     w->self = SvRV(obj);
     w->path = SvREFCNT_inc_simple_NN(path);
     ff_wbuf_init(&w->wb, size, block + sizeof(struct ff_writer) + FF_TEMP_BUF, first_cap);
@@ -411,7 +414,13 @@ void ffxs_writer_commit(pTHX_ struct ff_writer *w)
  * removes it: a forked copy closes its fd and leaves the file alone. */
 static void S_writer_discard(pTHX_ struct ff_writer *w)
 {
-    if (dollar_pid() != w->pid)
+    /* In global destruction $$'s context (xs_pid.c) may be freed already:
+     * a writer whose object outlives sv_clean_objs (its scalar held by
+     * other than a reference) is freed after perl's exit list, as every
+     * thread's interpreter does at its end; the process is getpid()'s. */
+    IV now = PL_phase == PERL_PHASE_DESTRUCT ? (IV)getpid() : dollar_pid();
+
+    if (now != w->pid)
         w->a.created = 0;
     ff_atomic_discard(&w->a);
     ff_wbuf_free(&w->wb);

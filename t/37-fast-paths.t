@@ -88,8 +88,53 @@ my $dir = tempdir();
     ok !defined $o, 'the caller dropped them';
     is mode_of($f), 0600, 'the options as passed';
 }
+{
+    # a magical value's FETCH deletes buffer_size, read already (in place,
+    # or by the iterator before it): its value is the writer's, not what
+    # perl puts in the freed scalar's place next (new scalars made at once)
+    package DeletesSize;
+    sub TIESCALAR { my ($c, $h) = @_; return bless { h => $h }, $c }
+    sub FETCH {
+        my $h = $_[0]{h};
+        if (exists $h->{buffer_size}) {
+            delete $h->{buffer_size};
+            our @reuse = map { "not a number $_" } 1 .. 50;
+        }
+        return 0;
+    }
+    sub STORE { }
+    package main;
+    my $f = "$dir/size-deleted";
+    my @failed;
+    for my $n (1 .. 64) {       # hashes of other sizes: other orders of keys
+        my %o = (buffer_size => 3, map { ("filler$_" => 1) } 1 .. $n);
+        delete $o{"filler$_"} for 1 .. $n;
+        tie $o{$_}, 'DeletesSize', \%o for qw(mkdir noclobber preserve follow_symlinks);
+        my $w = eval { atomic_writer($f, \%o) };
+        push @failed, "$n: $@" unless $w;
+        $w->print("abcdefgh") if $w;
+        $w->commit if $w;
+    }
+    is "@failed", '', 'buffer_size deleted by a FETCH: never read from the freed scalar';
+    is slurp($f), "abcdefgh", 'the bytes';
+}
 
 # ---------------------------------------------------------------- writer
+{
+    # new's class is found before its user code runs: a file name's
+    # overloading that deletes the package (its last holder) leaves the
+    # object blessed into a live stash, not into freed memory
+    { no strict 'refs'; @{"T37Gone::Writer::ISA"} = ('FastFile::Writer') }
+    my $f = "$dir/w-class-gone";
+    my $name = Named->new($f, sub {
+        delete $T37Gone::{"Writer::"};
+        our @reuse = map { { n => $_ } } 1 .. 100;      # new hashes in its place
+    });
+    my $w = eval { T37Gone::Writer->new($name) };
+    is ref($w), 'T37Gone::Writer', 'class deleted by the name\'s overloading: its object' or diag $@;
+    ok eval { $w->print("x"); $w->commit; 1 }, 'its methods' or diag $@;
+    is slurp($f), "x", 'its bytes';
+}
 {
     my $f = "$dir/w-ors";
     my $w = atomic_writer($f);

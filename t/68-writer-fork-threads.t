@@ -110,5 +110,34 @@ PERL
     }
 }
 
+# A thread's writer left unfinished, its object's scalar held by an array
+# (not by a reference, which global destruction clears first): it is freed
+# when the thread's interpreter frees everything, after perl's exit list
+# (that freed the $$ context its cleanup read: a segfault, valgrind's
+# invalid reads in ffxs_pid_suffix). Its temp goes, the target stays.
+SKIP: {
+    skip 'perl without ithreads', 3 unless $Config{useithreads};
+    my $dir = tempdir();
+    spew("$dir/late", "old\n");
+    my ($status, $out) = run_perl(<<'PERL', switches => ['-MFastFile::Writer'], args => ["$dir/late"]);
+use threads;
+local $SIG{ALRM} = sub { exit 9 }; alarm 30;
+my $file = $ARGV[0];
+threads->create(sub {
+    for my $i (1 .. 3) {
+        my $w = FastFile::Writer->new($file);
+        $w->print("never committed\n");
+        push our @held, sub { \@_ }->($$w);     # the object's scalar itself
+    }
+    return;
+})->join;
+print "joined\n";
+exit 0;
+PERL
+    is($status, 0, 'threads: a writer freed late in its thread\'s destruction') or diag $out;
+    is(slurp("$dir/late"), "old\n", '... the target untouched');
+    is_deeply([temps_in($dir)], [], '... its temp removed');
+}
+
 no_warnings('the whole test');
 done_testing;
