@@ -134,27 +134,13 @@ static void S_batch_croak(pTHX_ struct ff_batch *b, int err, SV **paths)
                 "file '%" SVf "' failed: ", SVfARG(replaced), SVfARG(paths[b->failed]));
 }
 
-/* A plain name: a string without magic (so untainted, and no user code
- * can reach it) and no reference, not empty. Its snapshot is a copy of its
- * bytes (struct batch_name), not an SV: the SV a message needs is made
- * then (name_sv). */
-#define PLAIN_NAME(sv) \
-    ((SvFLAGS(sv) & (SVs_GMG | SVs_SMG | SVs_RMG | SVf_POK | SVf_ROK)) == SVf_POK && SvCUR(sv))
-
-struct batch_name {
-    const char *pv;             /* NUL-terminated */
-    STRLEN len;
-    bool utf8;
-};
+/* A plain name: a plain string (FF_PLAIN_STRING), not empty. Its snapshot
+ * is a copy of its bytes (a struct ffxs_path without an SV), not an SV: the
+ * SV a message needs is made then (name_sv). */
+#define PLAIN_NAME(sv) (FF_PLAIN_STRING(sv) && SvCUR(sv))
 
 /* paths[i], made (mortal) from names[i] for a plain name. */
-static SV *S_name_sv(pTHX_ SV **paths, const struct batch_name *names, SSize_t i)
-{
-    if (!paths[i])
-        paths[i] = newSVpvn_flags(names[i].pv, names[i].len, SVs_TEMP | (names[i].utf8 ? SVf_UTF8 : 0));
-    return paths[i];
-}
-#define name_sv(paths, names, i) S_name_sv(aTHX_ paths, names, i)
+#define name_sv(paths, names, i) ((paths)[i] ? (paths)[i] : ((paths)[i] = path_sv(&(names)[i])))
 
 /* The seed of the batch's name hashes (ff_batch_group.c): perl's own hash
  * secret, through PERL_HASH of two fixed strings. As random per process as
@@ -180,7 +166,7 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
     struct ff_eintr renaming = { S_batch_on_eintr_renaming, &bg };
     bool force_utf8 = FALSE;
     SV **paths, **datas, **elems, *ors_sv = NULL, *last_data = NULL;
-    struct batch_name *names = NULL;  /* names[i]: pair i's name where paths[i] is NULL */
+    struct ffxs_path *names = NULL;   /* names[i]: pair i's name where paths[i] is NULL */
     char *name_bytes = NULL;
     size_t names_size = 0, names_left = 0;
     AV *av;
@@ -282,7 +268,7 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
         /* mortal: it lives as long as the name snapshots it stands for */
         SV *block = sv_2mortal(newSV(npairs * sizeof *names + names_size));
 
-        names = (struct batch_name *)SvPVX(block);
+        names = (struct ffxs_path *)SvPVX(block);
         name_bytes = (char *)(names + npairs);
         names_left = names_size;
     }
@@ -293,11 +279,12 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
             paths[i] = &PL_sv_undef;
         } else if (2 * i < first_magic && PLAIN_NAME(name)
                    && SvCUR(name) < names_left) {   /* (it was measured: always) */
-            struct batch_name *n = &names[i];
+            struct ffxs_path *n = &names[i];
 
             n->pv = name_bytes;
             n->len = SvCUR(name);
             n->utf8 = cBOOL(SvUTF8(name));
+            n->sv = NULL;
             Copy(SvPVX(name), name_bytes, n->len, char);
             name_bytes[n->len] = '\0';
             name_bytes += n->len + 1;
@@ -333,8 +320,7 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
             pv_len = names[i].len;
         }
         /* a byte string without magic is its own bytes (as payload finds) */
-        if (!force_utf8 && data && (SvFLAGS(data) & (SVs_GMG | SVs_SMG | SVs_RMG | SVf_ROK
-                                                     | SVf_POK | SVf_UTF8)) == SVf_POK) {
+        if (!force_utf8 && data && FF_PLAIN_BYTES(data)) {
             buf = SvPVX(data);
             len = SvCUR(data);
         } else {
@@ -351,7 +337,7 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
     err = ff_batch_commit(b, (long)pid);
     if (err) {                  /* it names what was replaced: it wins */
         for (i = 0; i < npairs; i++)
-            name_sv(paths, names, i);
+            (void)name_sv(paths, names, i);
         batch_croak(b, err, paths);
     }
     if (bg.held.error) {        /* a handler died during the renames */

@@ -329,6 +329,13 @@ struct ffxs_path {
 SV *ffxs_path_sv(pTHX_ struct ffxs_path *path);
 #define path_sv(path) ((path)->sv ? (path)->sv : ffxs_path_sv(aTHX_ path))
 
+/* A string with no magic (so no user code reaches it, not tainted) and no
+ * reference; FF_PLAIN_BYTES: and not UTF-8, its bytes are what it holds. */
+#define FF_PLAIN_STRING(sv) \
+    ((SvFLAGS(sv) & (SVs_GMG | SVs_SMG | SVs_RMG | SVf_POK | SVf_ROK)) == SVf_POK)
+#define FF_PLAIN_BYTES(sv) \
+    ((SvFLAGS(sv) & (SVs_GMG | SVs_SMG | SVs_RMG | SVf_POK | SVf_ROK | SVf_UTF8)) == SVf_POK)
+
 /* A plain string file name (no magic, so not tainted, no reference) of 1
  * to FF_NAME_BUF - 1 bytes copied to buf (FF_NAME_BUF bytes): its private
  * snapshot without an SV. FALSE for any other name (then name_snapshot). */
@@ -337,7 +344,7 @@ PERL_STATIC_INLINE bool S_name_copy(SV *sv, char *buf, struct ffxs_path *path)
 {
     STRLEN len;
 
-    if ((SvFLAGS(sv) & (SVs_GMG | SVs_SMG | SVs_RMG | SVf_POK | SVf_ROK)) != SVf_POK)
+    if (!FF_PLAIN_STRING(sv))
         return FALSE;
     len = SvCUR(sv);
     if (len - 1 >= FF_NAME_BUF - 1)     /* "" (it croaks) or too long */

@@ -196,7 +196,7 @@ void ffxs_writer_print(pTHX_ struct ff_writer *w, I32 ax, I32 items)
      * and room for it in the buffer: a copy, and no user code can run, so
      * nothing is held. */
     if (items == 2 && w->state == FF_W_OPEN && !w->force_utf8
-        && (SvFLAGS(ST(1)) & (SVs_GMG | SVs_SMG | SVs_RMG | SVf_POK | SVf_UTF8)) == SVf_POK
+        && FF_PLAIN_BYTES(ST(1))
         && !(PL_ors_sv && SvOK(PL_ors_sv))
         && ff_wbuf_copy_in(&w->wb, SvPVX(ST(1)), SvCUR(ST(1))))
         return;
