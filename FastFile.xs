@@ -148,8 +148,7 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
                                                    | SVp_NOK | SVp_POK | SVf_IVisUV)) == SVf_IOK) {
             perm_iv = SvIVX(perm);
             perm = NULL;
-        } else if (!SvMAGICAL(perm) && SvROK(perm) && SvTYPE(SvRV(perm)) == SVt_PVHV
-                   && !SvOBJECT(SvRV(perm))) {
+        } else if (!SvMAGICAL(perm) && FF_OPTIONS_REF(perm)) {
             /* the options hash, taken now (its reference is all a
              * snapshot would keep): held, as the reference would hold it,
              * until the call ends */

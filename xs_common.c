@@ -195,8 +195,7 @@ void ffxs_options_arg(pTHX_ HV *hv, SV *force, bool force_ok, struct ff_options 
 void ffxs_write_args(pTHX_ SV *perm, SV *force, bool force_ok, struct ff_options *opt,
                      bool *force_utf8, const char *op)
 {
-    /* only a plain hash is options: an object numifies, as in the reference */
-    if (perm && SvROK(perm) && SvTYPE(SvRV(perm)) == SVt_PVHV && !SvOBJECT(SvRV(perm))) {
+    if (perm && FF_OPTIONS_REF(perm)) {
         options_arg((HV *)SvRV(perm), force, force_ok, opt, force_utf8, op);
         return;
     }

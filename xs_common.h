@@ -336,6 +336,11 @@ SV *ffxs_path_sv(pTHX_ struct ffxs_path *path);
 #define FF_PLAIN_BYTES(sv) \
     ((SvFLAGS(sv) & (SVs_GMG | SVs_SMG | SVs_RMG | SVf_POK | SVf_ROK | SVf_UTF8)) == SVf_POK)
 
+/* A reference to an options hash: only a plain hash is one (an object
+ * numifies as a perm, as in the reference) */
+#define FF_OPTIONS_REF(sv) \
+    (SvROK(sv) && SvTYPE(SvRV(sv)) == SVt_PVHV && !SvOBJECT(SvRV(sv)))
+
 /* A plain string file name (no magic, so not tainted, no reference) of 1
  * to FF_NAME_BUF - 1 bytes copied to buf (FF_NAME_BUF bytes): its private
  * snapshot without an SV. FALSE for any other name (then name_snapshot). */
