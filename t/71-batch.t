@@ -190,7 +190,7 @@ SKIP: {
     mkdir "$dir/sub";
     spew($_, 'old') for @t, "$dir/sub/x";
     my $setup = 'my @l = map { ($_ => "data of $_") } @ARGV;';
-    my $r = strace_call('FastFile::file_set_contents_many(\@l)', setup => $setup, args => \@t);
+    my $r = strace_call('FastFile::file_set_contents_many(\@l)', attach => 1, setup => $setup, args => \@t);
     ok($r->{traced} && $r->{ok}, 'traced batch succeeded') or diag $r->{err}, $r->{stderr};
     my @calls = grep { $_->{name} ne 'getpid' } io_calls($r);
     my $seq = join ' ', map { $_->{name} } @calls;
@@ -202,7 +202,7 @@ SKIP: {
     my @ren = map { /"([^"]+)"\)?\s*$/ ? $1 : '?' } map { $_->{args} } grep { $_->{name} eq 'renameat' } @calls;
     is("@ren", 'sys1 sys2 sys3', 'renames in the caller\'s order, relative to the directory fd');
 
-    $r = strace_call('FastFile::file_set_contents_many(\@l, { fsync => 1 })', setup => $setup, args => [@t, "$dir/sub/x"]);
+    $r = strace_call('FastFile::file_set_contents_many(\@l, { fsync => 1 })', attach => 1, setup => $setup, args => [@t, "$dir/sub/x"]);
     ok($r->{ok}, 'traced batch with fsync succeeded') or diag $r->{err};
     @calls = grep { $_->{name} ne 'getpid' } io_calls($r);
     my @names = map { $_->{name} } @calls;
@@ -230,7 +230,7 @@ SKIP: {
     my $setup = 'my @l = map { ($_ => "new") } @ARGV;';
     my $stat_calls = sub { join ' ', map { $_->{name} } grep { $_->{name} =~ /stat/ } io_calls($_[0]) };
     spew($_, 'old') for @t;
-    my $r = strace_call('FastFile::file_set_contents_many(\@l)', setup => $setup, args => \@t);
+    my $r = strace_call('FastFile::file_set_contents_many(\@l)', attach => 1, setup => $setup, args => \@t);
     is($stat_calls->($r), 'statx statx', 'the look: one statx a target');
     my ($statx) = grep { $_->{name} eq 'statx' } io_calls($r);
     like($statx->{args}, qr/AT_STATX_DONT_SYNC/, '... answered from the cache (AT_STATX_DONT_SYNC)');
@@ -238,14 +238,14 @@ SKIP: {
     like($statx->{args}, qr/AT_NO_AUTOMOUNT/, '... triggering no automount (as fstatat)');
     for my $e (qw(ENOSYS EPERM)) {
         spew($_, 'old') for @t;
-        $r = strace_call('FastFile::file_set_contents_many(\@l)', setup => $setup, args => \@t,
+        $r = strace_call('FastFile::file_set_contents_many(\@l)', attach => 1, setup => $setup, args => \@t,
                          inject => ["statx:error=$e"]);
         ok($r->{ok}, "statx fails with $e: the batch writes") or diag $r->{err};
         is($stat_calls->($r), 'statx newfstatat statx newfstatat', '... looking with fstatat instead');
     }
     is(join('', map { slurp($_) } @t), 'newnew', '... the bytes');
     spew($_, 'old') for @t;
-    $r = strace_call('FastFile::file_set_contents_many(\@l)', setup => $setup, args => \@t,
+    $r = strace_call('FastFile::file_set_contents_many(\@l)', attach => 1, setup => $setup, args => \@t,
                      inject => ['statx:error=EIO:when=2']);
     is($r->{err}, "unable to stat '$t[1]' - " . errno_text(EIO) . "\n", 'statx fails (EIO): names the target');
     is(join('', map { slurp($_) } @t), 'oldold', '... nothing replaced');
@@ -383,14 +383,14 @@ SKIP: {
     my @t = map { "$dir/sig$_" } 1 .. 3;
     spew($_, 'old') for @t;
     my $r = strace_call('my $n = 0; local $SIG{ALRM} = sub { $n++ }; FastFile::file_set_contents_many(\@l); print "handled $n\n"',
-                        setup => 'my @l = map { ($_ => "new") } @ARGV;', args => \@t,
+                        attach => 1, setup => 'my @l = map { ($_ => "new") } @ARGV;', args => \@t,
                         inject => ['write:error=EINTR:when=2:signal=SIGALRM']);
     ok($r->{ok}, 'EINTR on the second write: retried') or diag $r->{err};
     like($r->{stdout}, qr/handled 1/, '... after the handler ran');
     is(join('', map { slurp($_) } @t), 'newnewnew', '... all written');
 
     $r = strace_call('local $SIG{ALRM} = sub { die "timeout\n" }; FastFile::file_set_contents_many(\@l)',
-                     setup => 'my @l = map { ($_ => "newer") } @ARGV;', args => \@t,
+                     attach => 1, setup => 'my @l = map { ($_ => "newer") } @ARGV;', args => \@t,
                      inject => ['write:error=EINTR:when=3:signal=SIGALRM']);
     ok(!$r->{ok}, 'a handler that dies on the third write') ;
     is($r->{err}, "timeout\n", '... its die propagates');
@@ -416,7 +416,7 @@ SKIP: {
     my @t = map { "$dir/pend$_" } 1 .. 3;
     spew($_, 'old') for @t;
     my $r = strace_call('local $SIG{ALRM} = sub { die "late\n" }; FastFile::file_set_contents_many(\@l)',
-                        setup => 'my @l = map { ($_ => "new") } @ARGV;', args => \@t,
+                        attach => 1, setup => 'my @l = map { ($_ => "new") } @ARGV;', args => \@t,
                         inject => ['write:signal=SIGALRM:when=3']);
     is($r->{err}, "late\n", 'a signal during the last write: its handler dies before the renames');
     is(join('', map { slurp($_) } @t), 'oldoldold', '... every target untouched');
@@ -439,7 +439,7 @@ for my $child (['exits', 'exit 0'], ['returns', 'return']) {
                             . ' my $ok = eval { FastFile::file_set_contents_many(\@l); 1 };'
                             . ' if ($$ != $parent) { open my $c, ">", "$l[0].child" or die; print {$c} $@; close $c; POSIX::_exit(0) }'
                             . ' die $@ unless $ok',
-                            setup => 'use POSIX (); my @l = map { ($_ => "new $_") } @ARGV;', args => \@t,
+                            attach => 1, setup => 'use POSIX (); my @l = map { ($_ => "new $_") } @ARGV;', args => \@t,
                             inject => ['write:signal=SIGALRM:when=2']);
         ok($r->{ok}, "a handler forks mid-batch and the child $how: the parent finishes the batch")
             or diag $r->{err};
@@ -465,7 +465,7 @@ SKIP: {
     my @t = map { "$dir/ownpid$_" } 1 .. 3;
     spew($_, 'old') for @t;
     my $r = strace_call('FastFile::file_set_contents_many(\@l)', pid => 4242,
-                        setup => 'my @l = map { ($_ => "new") } @ARGV;', args => \@t,
+                        attach => 1, setup => 'my @l = map { ($_ => "new") } @ARGV;', args => \@t,
                         inject => ['renameat:error=EIO:when=2']);
     ok(!$r->{ok} && $r->{errno} == EIO, 'with $$ assigned, rename 2 fails: EIO') or diag $r->{err};
     is(join(' ', map { slurp($_) } @t), 'new old old', '... the first replaced, the rest untouched');
@@ -484,7 +484,7 @@ SKIP: {
                             . ' local $SIG{ALRM} = sub { die "timeout\n" }; my $n0 = $fds->();'
                             . ' eval { FastFile::file_set_contents_many(\@l, { mkdir => 1, fsync => 1 }) }; my $e = $@;'
                             . ' print "fds $n0 ", $fds->(), "\n"; die $e if $e',
-                            setup => 'my @l = map { ($_ => "new") } @ARGV;', args => ["$base/a/b/f1", "$base/a/b/f2"],
+                            attach => 1, setup => 'my @l = map { ($_ => "new") } @ARGV;', args => ["$base/a/b/f1", "$base/a/b/f2"],
                             paths => ["$base/a", "$base/a/b"],    # perl's (or ASan's) own calls are not hit
                             inject => ["$step:error=EINTR:signal=SIGALRM:when=" . ($step eq 'mkdir' ? 2 : 1)]);
         is($r->{err}, "timeout\n", "$step: the handler's die propagates") or diag $r->{stderr};
