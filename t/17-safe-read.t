@@ -203,7 +203,7 @@ SKIP: {
     spew($file, pattern($MIB));
     # (perl's open makes an fstat: opened before the markers)
     my $r = strace_call('my $v = safe_read_from($fh, 0, 0, "x"); length $v',
-                        setup => 'open our $fh, "<", $ARGV[0] or die',
+                        attach => 1, setup => 'open our $fh, "<", $ARGV[0] or die',
                         args => [$file], trace => [qw(read pread64 newfstatat fstat)], paths => [$file]);
     ok($r->{ok}, '1 MiB: read') or diag($r->{err});
     is($r->{ret}, $MIB, '1 MiB: all of it');
@@ -217,7 +217,7 @@ SKIP: {
     # a short file: exactly the reference's reads, nothing more
     my $small = "$dir/one-kib";
     spew($small, pattern(1024));
-    $r = strace_call('length safe_read_from($fh, 0, 0, "x")', setup => 'open our $fh, "<", $ARGV[0] or die',
+    $r = strace_call('length safe_read_from($fh, 0, 0, "x")', attach => 1, setup => 'open our $fh, "<", $ARGV[0] or die',
                      args => [$small], trace => [qw(read pread64 newfstatat fstat)], paths => [$small]);
     is($r->{ret}, 1024, '1 KiB: all of it');
     is(join(' ', map { $_->{name} . (($_->{args} // '') =~ /(\d+)\z/)[0] // '' } @{ $r->{calls} }),
@@ -226,7 +226,7 @@ SKIP: {
         or diag(map { "$_->{line}\n" } @{ $r->{calls} });
 
     $r = strace_call('open my $fh, "<", $ARGV[0] or die; my $v = safe_read_from($fh, 0, 1, "x"); length $v',
-                     args => [$file], trace => ['read'], paths => [$file]);
+                     attach => 1, args => [$file], trace => ['read'], paths => [$file]);
     @reads = calls_named($r, 'read');
     ok(@reads && !grep({ $_->{args} !~ /, 8192\z/ } @reads), 'oneline: the reference\'s 8 KiB reads')
         or diag(map { "$_->{line}\n" } @reads);
@@ -245,7 +245,7 @@ SKIP: {
         $r = strace_call('my $v = safe_read_from($fh, 0, 0, "x"); length($v) . ($v =~ /SECRET/ ? "S" : "")',
                          setup => 'our $hits = 0; open our $fh, "<", $ARGV[0] or die; '
                                 . "\$SIG{ALRM} = sub { $handler }",
-                         args => [ $file, $other ], trace => 1, paths => [$file],
+                         attach => 1, args => [ $file, $other ], trace => 1, paths => [$file],
                          inject => ['read:error=EINTR:signal=SIGALRM:when=1']);
         if (defined $err) {
             is($r->{err}, $err, "EINTR, a handler that $label: EBADF");
@@ -256,7 +256,7 @@ SKIP: {
     }
 
     $r = strace_call('pipe(my $r, my $w) or die; syswrite $w, "x" x 30000; close $w; length safe_read_from($r)',
-                     trace => ['read']);
+                     attach => 1, trace => ['read']);
     @reads = calls_named($r, 'read');
     is($r->{ret}, 30000, 'pipe: all of it');
     is(join(',', map { $_->{args} =~ /(\d+)\z/ } @reads), '8192,8192,8192,8192,8192',

@@ -32,7 +32,7 @@ sub last_arg { my ($c) = @_; return ($c->{args} =~ /,\s*(\d+)\z/)[0] }
 # is the open and what perl's open "&=" asks of any handle it makes
 for my $size (1024, 65536, 1 << 20) {
     my $r = strace_call('my ($path, $fh) = tempfile_contents($data, undef, dir => $T); die "size\n" if -s $path != length $data',
-                        target => $dir, setup => "require IO::File; my \$data = 'd' x $size");
+                        attach => 1, target => $dir, setup => "require IO::File; my \$data = 'd' x $size");
     ok($r->{traced} && $r->{ok}, "$size bytes: traced call succeeded") or diag($r->{err}, $r->{stderr});
     my @w = grep { $_->{name} =~ /\A(?:write|writev|pwrite64)\z/ } @{ $r->{calls} };
     is(scalar @w, 1, "$size bytes: exactly one write") or diag(show($r));
@@ -47,7 +47,7 @@ for my $size (1024, 65536, 1 << 20) {
 # $\ set: still one call, data and separator from their own buffers
 {
     my $r = strace_call('local $\\ = "\\n"; my ($path, $fh) = tempfile_contents($data, undef, dir => $T)',
-                        target => $dir, setup => 'require IO::File; my $data = "e" x 65536');
+                        attach => 1, target => $dir, setup => 'require IO::File; my $data = "e" x 65536');
     ok($r->{ok}, '$\\: succeeded') or diag($r->{err});
     my @w = grep { $_->{name} =~ /\A(?:write|writev)\z/ } @{ $r->{calls} };
     is(scalar @w, 1, '$\\: one write call') or diag(show($r));
@@ -63,7 +63,7 @@ for my $size (1024, 65536, 1 << 20) {
     seek $fh, 0, 2;
     print {$fh} "line one\nline two\nTASK OK\n";
     close $fh or die "$log: $!";
-    my $r = strace_call('my $l = file_read_last_line($T); die "got $l\n" if $l ne "TASK OK"', target => $log);
+    my $r = strace_call('my $l = file_read_last_line($T); die "got $l\n" if $l ne "TASK OK"', attach => 1, target => $log);
     ok($r->{traced} && $r->{ok}, '100 MiB log: traced call succeeded') or diag($r->{err}, $r->{stderr});
     my @names = map { $_->{name} } io_calls($r);
     is("@names", 'openat lseek pread64 close', '100 MiB log: open, lseek, one pread, close') or diag(show($r));
@@ -73,7 +73,7 @@ for my $size (1024, 65536, 1 << 20) {
     # a last line of 200 KiB: the block doubles (64, +64, +128 KiB)
     spew($log, "first\n" . ('x' x (200 << 10)) . "\n");
     $r = strace_call('my $l = file_read_last_line($T); die "got " . length($l) . "\n" if length $l != 200 << 10',
-                     target => $log);
+                     attach => 1, target => $log);
     ok($r->{ok}, '200 KiB last line: succeeded') or diag($r->{err});
     my @sizes = map { ($_->{args} =~ /, (\d+), \d+\z/)[0] } calls_named($r, 'pread64');
     is("@sizes", '65536 65536 73735', '200 KiB last line: preads of 64 KiB, 64 KiB (doubled), then the rest')
@@ -82,7 +82,7 @@ for my $size (1024, 65536, 1 << 20) {
 
 # tempfile: O_TMPFILE only, nothing named, no write
 {
-    my $r = strace_call('my $fh = tempfile(0640, dir => $T)', target => $dir, setup => 'require IO::File');
+    my $r = strace_call('my $fh = tempfile(0640, dir => $T)', attach => 1, target => $dir, setup => 'require IO::File');
     ok($r->{ok}, 'tempfile: succeeded') or diag($r->{err});
     is(join(' ', map { $_->{name} } grep { $_->{name} =~ /\A(?:openat|unlink|unlinkat|write|memfd_create)\z/ } @{ $r->{calls} }),
        $portable ? 'openat unlink' : 'openat', 'tempfile: one openat' . ($portable ? ', unlinked at once' : ', nothing unlinked'))

@@ -93,7 +93,7 @@ SKIP: {
         my $t = "$dir/s-" . ++$n;
         spew($t, "old\n");
         my $r = strace_call('local $SIG{ALRM} = sub { file_set_contents("$T.tmp.$$", "other\n") };' . $call,
-                            target => $t, pid => $FFTest::PID, trace => ['write'],
+                            attach => 1, target => $t, pid => $FFTest::PID, trace => ['write'],
                             inject => ['write:error=EINTR:signal=SIGALRM:when=' . ($label =~ /second/ ? 2 : 1)]);
         ok(!$r->{ok}, "handler replaces the temp, $label: the call fails") or diag $r->{log};
         like($r->{err}, qr/its temporary file '\Q$t.tmp.$FFTest::PID\E' was replaced or removed during the call/,
@@ -120,7 +120,7 @@ SKIP: {
     mkdir $d or die;
     my $r = strace_call('local $SIG{ALRM} = sub { link "$ARGV[0]/A.tmp.$$", "$ARGV[0]/a.tmp.$$" or die "link: $!" };'
                         . ' file_set_contents_many([ "$ARGV[0]/A" => "1\n", "$ARGV[0]/a" => "2\n" ])',
-                        args => [$d], trace => ['write'], inject => ['write:error=EINTR:signal=SIGALRM:when=1']);
+                        attach => 1, args => [$d], trace => ['write'], inject => ['write:error=EINTR:signal=SIGALRM:when=1']);
     ok(!$r->{ok}, 'folded names (simulated): the batch fails') or diag $r->{log};
     is($r->{err}, "file_set_contents_many: '$d/A' and '$d/a' are the same file\n", '... as for a target given twice');
     ok(!-e "$d/A" && !-e "$d/a", '... nothing published');
@@ -141,7 +141,7 @@ SKIP: {
     # "L" sorts first: X's temp is written first, through L
     my $r = strace_call('local $SIG{ALRM} = sub { link "$ARGV[0]/real/X.tmp.$$", "$ARGV[0]/real/x.tmp.$$" or die "link: $!" };'
                         . ' file_set_contents_many([ "$ARGV[0]/real/x" => "1\n", "$ARGV[0]/L/X" => "2\n" ])',
-                        args => [$d], trace => ['write'], inject => ['write:error=EINTR:signal=SIGALRM:when=1']);
+                        attach => 1, args => [$d], trace => ['write'], inject => ['write:error=EINTR:signal=SIGALRM:when=1']);
     ok(!$r->{ok}, 'folded names in two directory names (simulated): the batch fails') or diag $r->{log};
     is($r->{err}, "file_set_contents_many: '$d/L/X' and '$d/real/x' are the same file\n",
        '... as for a target given twice');
@@ -158,7 +158,7 @@ SKIP: {
     my $d = "$dir/fold-temp";
     mkdir $d or die;
     my $r = strace_call('file_set_contents_many([ "$ARGV[0]/X.TMP.$$" => "1\n", "$ARGV[0]/x" => "2\n" ])',
-                        args => [$d], trace => ['openat']);
+                        attach => 1, args => [$d], trace => ['openat']);
     ok($r->{ok}, 'temp named like another target but for case: the batch succeeds') or diag $r->{err};
     my @made = $r->{log} =~ /openat\(\d+, "(x\.tmp\.[^"]*)", [^)]*O_CREAT/g;
     like("@made", qr/\Ax\.tmp\.$r->{pid}\.[0-9a-f]{16}\z/, '... its temp takes a random name') or diag $r->{log};
@@ -228,7 +228,7 @@ SKIP: {
     spew("$t.b", "old\n");
     my $r = strace_call('local $SIG{ALRM} = sub { file_set_contents("$T.b.tmp.$$", "other\n") };'
                         . ' file_set_contents_many([ $T => "mine\n", "$T.b" => "b\n" ])',
-                        target => $t, pid => $FFTest::PID, trace => ['renameat'],
+                        attach => 1, target => $t, pid => $FFTest::PID, trace => ['renameat'],
                         inject => ['renameat:error=EINTR:signal=SIGALRM:when=1']);
     ok(!$r->{ok}, 'handler in the renames replaces a temp: the batch fails');
     is($r->{err}, "file_set_contents_many: replaced '$t', then unable to replace '$t.b' - its temporary file "
@@ -263,7 +263,7 @@ SKIP: {
             my $r = strace_call('require FastFile::Writer; '
                                 . 'local $SIG{ALRM} = sub { file_set_contents("$T.tmp.$$", "other\n") }; '
                                 . $api{$api},
-                                target => $t, pid => $FFTest::PID, trace => [ 'renameat2', $call ],
+                                attach => 1, target => $t, pid => $FFTest::PID, trace => [ 'renameat2', $call ],
                                 inject => $inject);
             ok(!$r->{ok}, "$label: the call fails") or diag $r->{log};
             like($r->{err}, qr/its temporary file '\Q$t.tmp.$FFTest::PID\E' was replaced or removed during the call/,

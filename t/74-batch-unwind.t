@@ -36,7 +36,7 @@ sub renames_interrupted {
     my ($handler, $when, @t) = @_;
     return strace_call("our \$n = 0; local \$SIG{ALRM} = sub { \$n++; $handler };"
                        . ' my $w = file_set_contents_many([ map { ($_ => "new\n") } @ARGV ]); "$w $n"',
-                       args => \@t, trace => ['renameat'],
+                       attach => 1, args => \@t, trace => ['renameat'],
                        inject => ["renameat:error=EINTR:signal=SIGALRM:when=$when"], timeout => 60);
 }
 
@@ -72,7 +72,7 @@ sub renames_interrupted {
                         . ' eval { kill ALRM => $$; 1 }; my $perl = $hooks; $hooks = 0;'
                         . ' eval { file_set_contents_many([ map { ($_ => "new\n") } @ARGV ]) };'
                         . ' "$perl $hooks $@"',
-                        args => \@t, trace => ['renameat'],
+                        attach => 1, args => \@t, trace => ['renameat'],
                         inject => ['renameat:error=EINTR:signal=SIGALRM:when=2']);
     ok($r->{ok}, 'held die: the script runs') or diag $r->{err};
     my ($perl, $batch, $err) = split / /, $r->{ret} // '', 3;
@@ -100,7 +100,7 @@ for my $c (
         . ' if (!$p) { die "child\n" } waitpid $p, 0; };'
         . ' my $w = eval { file_set_contents_many([ map { ($_ => "new $_\n") } @ARGV ], { mkdir => 1 }) };'
         . ' POSIX::_exit(0) if $$ != $parent; die $@ if !defined $w; $w';
-    my $r = strace_call($code, setup => 'use POSIX ()', args => \@t, pid => $FFTest::PID, target => $t[0],
+    my $r = strace_call($code, attach => 1, setup => 'use POSIX ()', args => \@t, pid => $FFTest::PID, target => $t[0],
                         paths => [ map { "$d/$_" } @paths ],
                         inject => ["$name:error=EINTR:signal=SIGALRM:$when"]);
     ok($r->{injected} >= 1, "fork $step: injected") or diag $r->{log};
@@ -195,7 +195,7 @@ for my $c (
     my @t = map { my $k = $_; map { "$base/d$k/s/f$_" } 1, 2 } 1, 2;
     my $r = strace_call('local $SIG{ALRM} = sub { rename "$ARGV[0]/d1", "$ARGV[0]/d1.moved" or die "rename: $!" };'
                         . ' file_set_contents_many([ map { ($_ => "new\n") } @ARGV[1 .. 4] ], { mkdir => 1 })',
-                        args => [ $base, @t ], trace => ['write'],
+                        attach => 1, args => [ $base, @t ], trace => ['write'],
                         inject => ['write:error=EINTR:signal=SIGALRM:when=1']);
     is($r->{injected}, 1, 'mkdir, a new directory moved while written: injected');
     ok($r->{ok}, '... the batch succeeds') or diag $r->{err};

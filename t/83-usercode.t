@@ -511,7 +511,7 @@ SKIP: {
                             . " my \$n = eval { $reader{$name} };"
                             . ' if ($$ != $parent) { open my $c, ">", "$ARGV[0].child" or die; print {$c} $@; close $c; POSIX::_exit(0) }'
                             . ' die $@ unless defined $n; $n',
-                            setup => 'use POSIX ();', args => ["$d/f"], paths => ["$d/f"],
+                            attach => 1, setup => 'use POSIX ();', args => ["$d/f"], paths => ["$d/f"],
                             inject => ['read:error=EINTR:signal=ALRM:when=1']);
         is($r->{ret}, length $content, "$name, a handler forks and the child returns: the parent reads it all")
             or diag $r->{err};
