@@ -75,7 +75,7 @@ for my $case ([ '64 KiB + $\\', 'my $data = "y" x 65536;', '"\\n"', [qw(openat w
               [ '$\\ = ""', 'my $data = "abc";', '""', [qw(openat write close rename)], 3 ]) {
     my ($label, $setup, $ors, $want, $size) = @$case;
     my $file = "$dir/ors-" . ++$n;
-    my $r = strace_call("local \$\\ = $ors; file_set_contents(\$ARGV[0], \$data)", setup => $setup,
+    my $r = strace_call("local \$\\ = $ors; file_set_contents(\$ARGV[0], \$data)", attach => 1, setup => $setup,
                         args => [$file], target => $file);
     ok($r->{traced} && $r->{ok}, "$label: traced call succeeded") or diag($r->{err}, $r->{stderr});
     my @names = grep { $_ ne 'getpid' } names($r);
@@ -90,7 +90,7 @@ for my $case ([ '64 KiB + $\\', 'my $data = "y" x 65536;', '"\\n"', [qw(openat w
 # the mode argument reaches open(2) as given
 {
     my $file = "$dir/mode";
-    my $r = strace_call('file_set_contents($ARGV[0], "m", 0600)', args => [$file], target => $file);
+    my $r = strace_call('file_set_contents($ARGV[0], "m", 0600)', attach => 1, args => [$file], target => $file);
     my ($open) = calls_named($r, 'openat');
     like($open ? $open->{args} : '', qr/, 0600\z/, 'perm 0600 is passed to openat');
 }
@@ -175,7 +175,7 @@ my @ten = (setup => 'my $data = "0123456789";');
     for my $case ([ 3, [ '"3456789", 7', '"AB", 2' ] ], [ 11, [ '"B", 1' ] ]) {
         my ($ret, $rest) = @$case;
         my $file = "$dir/short-writev-" . ++$n;
-        my $r = strace_call('local $\\ = "AB"; file_set_contents($ARGV[0], $data)', setup => 'my $data = "0123456789";',
+        my $r = strace_call('local $\\ = "AB"; file_set_contents($ARGV[0], $data)', attach => 1, setup => 'my $data = "0123456789";',
                             args => [$file], target => $file, pid => $FFTest::PID, paths => ['%TMP%'],
                             inject => ["writev:retval=$ret:when=1"]);
         ok($r->{traced} && $r->{ok}, "short writev ($ret of 12): succeeds") or diag($r->{err}, $r->{stderr});
