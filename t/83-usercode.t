@@ -386,7 +386,9 @@ SKIP: {
         push @$c, $d, $t;
     }
     # The result file: the child's real pid, then in hex whether the code
-    # compiled and ran, what it returned (or why not) and its warnings.
+    # compiled and ran, what it returned (or why not) and its warnings (its
+    # own handler collects them: the traced perl is strace_call's attach
+    # worker, t/lib/FFTracee.pm, whose handler is not this package's).
     my $RUN_EACH = q{
         for my $c (@$D) {
             my $pid = fork // die "fork: $!";
@@ -395,6 +397,7 @@ SKIP: {
                 $$ = $PID;
                 $T = $c->{target};
                 @__warnings = ();
+                local $SIG{__WARN__} = sub { push @__warnings, $_[0] };
                 my $ret = eval $c->{code};
                 my $ran = defined $ret ? 1 : 0;
                 $ret = "code died: $@" unless $ran;
@@ -411,7 +414,7 @@ SKIP: {
     my @specs = map {
         my $g = $group{$_};
         { code => $RUN_EACH, setup => "use POSIX (); our \@__warnings; my \$PID = $PID;", data => $g->{cases},
-          inject => $g->{inject}, paths => $g->{paths}, trace => 'injected', timeout => 300,
+          inject => $g->{inject}, paths => $g->{paths}, trace => 'injected', timeout => 300, attach => 1,
           ($g->{quiet} ? (log => '/dev/null') : ()) }
     } @order;
     my $group_res = strace_calls(\@specs, jobs => 2);
