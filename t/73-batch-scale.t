@@ -195,7 +195,7 @@ SKIP: {
     skip $strace_why, 9 if $strace_why;
     # the second write fails: both new directory trees go again
     my $r = strace_call('FastFile::file_set_contents_many(\@l, { mkdir => 1, fsync => 1 })',
-                        setup => 'my @l = map { ($_ => "new") } @ARGV;',
+                        attach => 1, setup => 'my @l = map { ($_ => "new") } @ARGV;',
                         args => ["$dir/new3/x/f1", "$dir/new3/y/f2"], inject => ['write:error=EIO:when=2'], trace => 'injected');
     like($r->{err}, qr{^unable to write '\Q$dir\E/new3/y/f2\.tmp\.\d+' - \Q@{[errno_text(EIO)]}\E\n\z},
          'mkdir, then the second write fails: its error');
@@ -205,7 +205,7 @@ SKIP: {
     # second (empty) is removed
     spew("$dir/keep", 'old');
     $r = strace_call('FastFile::file_set_contents_many(\@l, { mkdir => 1 })',
-                     setup => 'my @l = map { ($_ => "new") } @ARGV;',
+                     attach => 1, setup => 'my @l = map { ($_ => "new") } @ARGV;',
                      args => ["$dir/new4/x/f1", "$dir/new4/y/f2", "$dir/keep"], inject => ['renameat:error=EIO:when=2'], trace => 'injected');
     is($r->{err}, "file_set_contents_many: replaced '$dir/new4/x/f1', then close (rename) atomic file "
                   . "'$dir/new4/y/f2' failed: " . errno_text(EIO) . "\n", 'mkdir, then the second rename fails');
@@ -217,7 +217,7 @@ SKIP: {
     # mkdir fails halfway down (new5 made, new5/a refused): new5 removed,
     # the error names the level that failed
     $r = strace_call('FastFile::file_set_contents_many(\@l, { mkdir => 1 })',
-                     setup => 'my @l = map { ($_ => "new") } @ARGV;',
+                     attach => 1, setup => 'my @l = map { ($_ => "new") } @ARGV;',
                      args => ["$dir/new5/a/b/f"], inject => ['mkdir:error=EACCES:when=4'], trace => 'injected',
                      paths => ["$dir/new5", "$dir/new5/a", "$dir/new5/a/b"]);   # not ASan's own calls
     is($r->{err}, "unable to create directory '$dir/new5/a' - " . errno_text(EACCES) . "\n",
@@ -246,7 +246,7 @@ SKIP: {
         if ($old) { spew($_, 'old') for @t }
         my $r = strace_call('local $SIG{ALRM} = sub { rename $P, $Q or die "rename: $!" };'
                             . ' FastFile::file_set_contents_many(\@l, $O)',
-                            setup => 'my ($P, $Q, @t) = @ARGV; my @l = map { ($_ => "new") } @t;',
+                            attach => 1, setup => 'my ($P, $Q, @t) = @ARGV; my @l = map { ($_ => "new") } @t;',
                             args => [$p, $q, @t], opts => $opt,
                             inject => ['write:signal=SIGALRM:when=3', @more, $inject], trace => 'injected');
         is($r->{err}, "file_set_contents_many: replaced '$p/d/f1', then close (rename) atomic file '$p/d/f2' failed: "
@@ -265,7 +265,7 @@ SKIP: {
         my @t = map { "$dir/eintr$fsync-$_" } 1 .. 3;
         spew($_, 'old') for @t;
         my $r = strace_call('local $SIG{ALRM} = sub { die "timeout\n" }; FastFile::file_set_contents_many(\@l, $O)',
-                            setup => 'my @l = map { ($_ => "new") } @ARGV;', args => \@t, opts => { fsync => $fsync },
+                            attach => 1, setup => 'my @l = map { ($_ => "new") } @ARGV;', args => \@t, opts => { fsync => $fsync },
                             inject => ['renameat:error=EINTR:signal=SIGALRM:when=2'], trace => 'injected');
         is($r->{err}, "timeout\n", "fsync $fsync: EINTR and a dying handler on the second rename: its die propagates");
         is(join(' ', map { slurp($_) } @t), 'new new new', '... after every target was replaced');
@@ -290,7 +290,7 @@ SKIP: {
     mkdir "$dir/sd";
     my @t = ("$dir/sd/a", "$dir/sd/b");
     my $r = strace_call('FastFile::file_set_contents_many(\@l, { fsync => 1 })',
-                        setup => 'my @l = map { ($_ => "new") } @ARGV;', args => \@t,
+                        attach => 1, setup => 'my @l = map { ($_ => "new") } @ARGV;', args => \@t,
                         inject => ['fsync:error=EIO'], trace => 'injected');
     is($r->{err}, "file_set_contents_many: replaced '$dir/sd/a', '$dir/sd/b', then unable to sync directory "
                   . "'$dir/sd' - " . errno_text(EIO) . "\n", 'the fsync of a directory fails: names the directory');
@@ -348,7 +348,7 @@ SKIP: {
     # mkdir fails on the deepest level (new9 made, new9/a refused): new9 is
     # removed too (it stayed: the rollback took the whole path for made)
     my $r = strace_call('FastFile::file_set_contents_many(\@l, { mkdir => 1 })',
-                        setup => 'my @l = map { ($_ => "new") } @ARGV;',
+                        attach => 1, setup => 'my @l = map { ($_ => "new") } @ARGV;',
                         args => ["$dir/new9/a/f"], inject => ['mkdir:error=EACCES:when=3'], trace => 'injected',
                         paths => ["$dir/new9", "$dir/new9/a"]);
     is($r->{err}, "unable to create directory '$dir/new9/a' - " . errno_text(EACCES) . "\n",
@@ -370,7 +370,7 @@ SKIP: {
     mkdir $base;
     mkdir "$base/d$_" for 1 .. 10;
     $r = strace_call('FastFile::file_set_contents_many(\@l)',
-                     setup => 'my @l = map { ("$ARGV[0]/d$_/f$_" => "x") } 1 .. 10;', args => [$base],
+                     attach => 1, setup => 'my @l = map { ("$ARGV[0]/d$_/f$_" => "x") } 1 .. 10;', args => [$base],
                      trace => [qw(fstat newfstatat)]);
     ok($r->{ok}, 'traced: 10 files in 10 directories') or diag $r->{err};
     my @fstat = grep { $_->{name} eq 'fstat' || ($_->{name} eq 'newfstatat' && $_->{args} =~ /AT_EMPTY_PATH/) }
@@ -388,7 +388,7 @@ SKIP: {
     mkdir $base;
     spew("$base/f$_", 'old') for 1 .. 40;
     my $setup = 'my @l = map { ("$ARGV[0]/f$_" => "new") } 1 .. 40;';
-    my $r = strace_call('FastFile::file_set_contents_many(\@l, { fsync => 1 })', setup => $setup, args => [$base],
+    my $r = strace_call('FastFile::file_set_contents_many(\@l, { fsync => 1 })', attach => 1, setup => $setup, args => [$base],
                         trace => [qw(fdatasync renameat clone clone3)]);
     ok($r->{ok}, 'traced: 40 files with fsync') or diag $r->{err};
     my @names = map { $_->{name} } @{ $r->{calls} };
@@ -402,7 +402,7 @@ SKIP: {
 
     # (strace counts per thread: the 3rd fdatasync of each fails)
     spew("$base/f$_", 'old') for 1 .. 40;
-    $r = strace_call('FastFile::file_set_contents_many(\@l, { fsync => 1 })', setup => $setup, args => [$base],
+    $r = strace_call('FastFile::file_set_contents_many(\@l, { fsync => 1 })', attach => 1, setup => $setup, args => [$base],
                      inject => ['fdatasync:error=EIO:when=3'], trace => 'injected');
     like($r->{err}, qr{^unable to sync '\Q$base\E/f3\.tmp\.\d+' - \Q@{[errno_text(EIO)]}\E\n\z},
          'a third fdatasync fails in each thread: the error names the first in order (f3)');
