@@ -2,10 +2,9 @@ package TestOrder;
 
 # `make test`'s runner (Makefile.PL's test_via_harness): ExtUtils::Command::MM's
 # test_harness, but the files that take longest start first. TAP::Harness
-# starts the files in the order given, a new one as a job ends: with two
-# jobs, a long file started last runs on alone while the other CPU idles
-# (the files by name ended 20 s after the first CPU was free; longest first,
-# the two end within a few seconds of each other).
+# starts the files in the order given, a new one as a job ends: by name,
+# the signal and fault tests (t/80-t/86, t/96) came last, and a long one
+# started late ran on alone while the other CPU had nothing left to run.
 #
 # The files not listed here follow in name order; a file listed but not
 # given is not run. `prove -b t/NN-name.t` does not come here.
