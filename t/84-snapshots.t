@@ -205,7 +205,7 @@ PERL
             push @specs, { code => $child, args => [ $call, $dir, @part ], names => \@part,
                            trace => [$call], inject => ["$call:error=EINTR:signal=SIGALRM:when=1+2"],
                            ($call eq 'read' ? (paths => ["$dir/lines"]) : ()),
-                           timeout => 300 };
+                           timeout => 300, attach => 1 };
         }
     }
     my @names_of = map { delete $_->{names} } @specs;
