@@ -7,9 +7,11 @@
 # the batch, the readers) the attacker:
 #   - plants a symlink or a FIFO at the temp name, at the target, at a
 #     parent directory, before the call;
-#   - during a call held open by strace (delay_enter on the temp's write):
-#     opens the temp and reads it after the commit, swaps symlinks and
-#     FIFOs in at the target and the temp name, swaps a parent directory.
+#   - during a call held open by strace (delay_enter on the temp's write,
+#     or its open): opens the temp and reads it after the commit, swaps
+#     symlinks and FIFOs in at the target and the temp name (only while the
+#     victim is inside the held syscall, the times checked against
+#     strace's), swaps a parent directory.
 # Each case ends with the victim's files as intended, nothing readable that
 # the final mode would not allow, nothing outside the target's directory
 # written (a root file elsewhere, the attacker's symlinks' target, stays as
@@ -31,6 +33,7 @@ use Errno ();
 use Fcntl ();
 use File::Temp ();
 use POSIX ();
+use Time::HiRes ();
 
 use FastFile qw(:all);
 use FastFile::Writer;
@@ -183,11 +186,17 @@ my %API = (
 );
 my @APIS = sort keys %API;
 
-# the victim's call in this process: (ok, $@, $!)
+# the victim's call in this process: (ok, $@, $!). A call that blocks (a
+# build that opened a planted FIFO) fails with "blocked" after 10 s
+# instead of hanging the test.
 sub victim {
     my ($api, $T, $D, $O) = @_;
+    local $SIG{ALRM} = sub { die "blocked\n" };
+    alarm 10;
     my $ok = eval "$API{$api}; 1";
-    return ($ok ? 1 : 0, $@, $! + 0);
+    my @r = ($ok ? 1 : 0, $@, $! + 0);
+    alarm 0;
+    return @r;
 }
 
 my %OPTS = (
@@ -292,10 +301,7 @@ sub planted_cases {
                         return 'planted';
                     }, $thing, "$c->{outside}/precious", $t);
                     is($planted, 'ok planted', "$label: planted");
-                    local $SIG{ALRM} = sub { die "blocked\n" };
-                    alarm 10;
                     my ($ok, $err, $errno) = victim($api, $t, $SECRET, $OPTS{$opt});
-                    alarm 0;
                     if ($opt eq 'follow' && $thing eq 'symlink') {
                         # fs.protected_symlinks' rule, whatever the sysctl says
                         ok(!$ok, "$label: the attacker's link is not followed");
@@ -396,11 +402,20 @@ my $STRACE = strace_why();
 
 # The victim's call in a child perl under strace, its write to the temp
 # (hold => 'openat': its first open, the temp's or if_changed's compare,
-# right after the checks) held for 0.15 s, while the attacker's $deed runs in a loop (as uid 65534)
-# until the call is over; then the attacker's $after. Returns the victim's
-# strace_call result and the attacker's report.
+# right after the checks) held for 0.15 s (hold_us), while the attacker's $deed runs in a loop (as uid 65534)
+# until the call is over; then the attacker's $after. window => $dir: the
+# deed runs only while the victim is inside the held syscall, as strace's
+# log (in $dir, which the attacker can read) shows it: strace writes a
+# call's name and arguments on entry, before the delay, the rest on return.
+# Nothing is done while the victim's perl starts (it takes longer than the
+# hold: a deed done then races nothing), nothing after; the log has -ttt
+# -T times to check it against. paths: what strace traces (-P), the held
+# syscall's first match. Returns the victim's strace_call result and the
+# attacker's report.
 sub during {
     my (%a) = @_;
+    my $hold = $a{hold} // 'write';
+    my $log = $a{window} ? "$a{window}/strace.log" : undef;
     pipe my $r, my $w or die "pipe: $!";
     my $test = $$;
     my $pid = fork // die "fork: $!";
@@ -415,7 +430,10 @@ sub during {
             my ($stop, %state) = (0);
             local $SIG{USR1} = sub { $stop = 1 };
             # (and not on after the test died: nobody would stop it)
-            until ($stop || getppid() != $test) { $a{deed}->(\%state); select undef, undef, undef, 0.001 }
+            until ($stop || getppid() != $test) {
+                $a{deed}->(\%state) if !$log || inside_held($log, $hold);
+                select undef, undef, undef, 0.001;
+            }
             $a{after} ? $a{after}->(\%state) : 'done';
         } // "died $@";
         print {$w} $report;
@@ -424,12 +442,105 @@ sub during {
     }
     close $w;
     my $res = strace_call($a{code}, target => $a{target}, data => $SECRET, opts => $a{opts},
-                          pid => $FFTest::PID, paths => ['%TMP%', $a{target}],
-                          inject => [ ($a{hold} // 'write') . ':delay_enter=150000:when=1' ], timeout => 30);
+                          pid => $FFTest::PID, paths => $a{paths} || ['%TMP%', $a{target}],
+                          $log ? (log => $log, strace => ['-ttt', '-T']) : (),
+                          inject => [ "$hold:delay_enter=" . ($a{hold_us} // 150_000) . ':when=1' ], timeout => 30);
     kill 'USR1', $pid;
     my $report = do { local $/; <$r> } // '';
     waitpid $pid, 0;
+    unlink $log if $log;
     return ($res, $report);
+}
+
+# Is the victim inside its held $syscall now: the first $syscall in the
+# strace log entered (a line begun) and not returned (no end of line yet)?
+sub inside_held {
+    my ($log, $syscall) = @_;
+    open my $fh, '<', $log or return 0;
+    my $text = do { local $/; <$fh> } // '';
+    return 0 unless $text =~ /^\d+ +[\d.]+ \Q$syscall\E\(/mg;
+    return index($text, "\n", pos $text) < 0 ? 1 : 0;
+}
+
+# The held syscall in a log of during(window => ...): (its line, when it
+# was entered, how long it took), the delay included.
+sub held_syscall {
+    my ($log, $syscall) = @_;
+    my ($line, $start, $took) = $log =~ /^(\d+ +([\d.]+) \Q$syscall\E\(.*<([\d.]+)>)$/m;
+    return ($line // '', $start, $took);
+}
+
+# The attacker's own entry as the target in the sticky directory: a
+# symlink, a FIFO and a file swapped in at the target, a symlink planted at
+# the temp name, while the victim is held between its checks and the
+# temp's open ($hold 'openat'), or in the temp's write ('write'). Only then:
+# a symlink at the temp name planted while the victim's perl starts sends
+# it to a random temp name (which strace does not hold) before any race,
+# and a check made after the plant sees it. At the start a file (preserve:
+# a symlink, as preserve refuses the attacker's file before the window,
+# planted_file_not_preserved). Whatever is swapped in, the call succeeds,
+# the target becomes root's file, nothing outside is touched. On a loaded
+# machine the attacker may not get to run inside the hold: then once more
+# with the hold twice as long (the victim's outcome checked each time).
+sub swapped_in_held {
+    my ($ps, $api, $opt, $hold) = @_;
+    my $label = "ps=$ps sticky $api $opt: symlinks and FIFOs swapped in, $hold held";
+    my @want = ('target-symlink', 'target-fifo', $hold eq 'openat' ? 'temp-symlink' : ());
+    my ($inside, $why) = ('');
+    for my $hold_us (150_000, 300_000, 600_000, 1_200_000) {
+        my $c = new_case('sticky');
+        my $t = "$c->{dir}/theirs";
+        my $precious = "$c->{outside}/precious";
+        is(as_attacker(q{ my ($t, $link_to) = @_;
+                          ($link_to ? symlink($link_to, $t) : spew($t, "their old\n", 0644)) or die "$!\n";
+                          'made' }, $t, $opt eq 'preserve' ? $precious : ()),
+           'ok made', "$label: the attacker's target made");
+        my $temp = "$t.tmp.$FFTest::PID";
+        my ($res, $report) = during(
+            code => $API{$api}, target => $t, hold => $hold, hold_us => $hold_us, window => $c->{root},
+            opts => { %{ $OPTS{$opt} }, perm => 0644, noclobber => 0 },
+            # the batch's names, relative to its directory fd
+            paths => [ '%TMP%', $t, "theirs.tmp.$FFTest::PID", 'theirs' ],
+            deed => sub {
+                my ($s) = @_;
+                my $stamp = sub { my ($what, $t0) = @_; push @{ $s->{done} }, sprintf '%s:%.6f:%.6f', $what, $t0, Time::HiRes::time() };
+                my $t0 = Time::HiRes::time();
+                $stamp->('temp-symlink', $t0) if symlink $precious, $temp;
+                # all three each time, the last a different one
+                my @kinds = qw(symlink fifo file);
+                push @kinds, shift @kinds for 1 .. $s->{k}++ % 3;
+                for my $kind (@kinds) {
+                    my $new = "$c->{dir}/swap.$kind";
+                    unlink $new;
+                    $kind eq 'symlink' ? symlink($precious, $new)
+                  : $kind eq 'fifo' ? POSIX::mkfifo($new, 0666) : spew($new, "their old\n", 0644);
+                    $t0 = Time::HiRes::time();
+                    $stamp->("target-$kind", $t0) if rename $new, $t;
+                }
+            },
+            after => sub { join ' ', @{ $_[0]{done} || [] } });
+        ok($res->{ok}, "$label: the victim's call succeeds") or diag($res->{err});
+        my ($line, $start, $took) = held_syscall($res->{log}, $hold);
+        # (the batch's open names the temp relative to its directory fd)
+        like($line, qr/^\d+ +\S+ (?:openat\(\w+, "(?:\Q$c->{dir}\E\/)?\Qtheirs.tmp.$FFTest::PID\E"|write\()/,
+             "$label: the victim's $hold of the temp was held")
+            or diag($res->{log});
+        is((lstat $t)[4], 0, "$label: the target is the victim's");
+        end_checks($label, $c, real => $t, content => $SECRET, mode => 0644,
+                   planted => [ -l $temp ? "dir/theirs.tmp.$FFTest::PID" : () ]);
+        # done between the hold's start and its end, by the clocks of
+        # strace (-ttt) and the attacker
+        my %in;
+        for (split ' ', $report) {
+            my ($what, $t0, $t1) = split /:/;
+            $in{$what}++ if defined $start && $t0 >= $start && $t1 <= $start + $took;
+        }
+        $inside = join ',', grep { $in{$_} } @want;
+        $why = "$report\n$res->{log}";
+        last if $inside eq join ',', @want;
+        diag("$label: the attacker missed the ${hold_us}us hold ($inside): again, held longer");
+    }
+    is($inside, join(',', @want), "$label: swapped in while the $hold was held") or diag($why);
 }
 
 sub windowed_cases {
@@ -479,33 +590,17 @@ sub windowed_cases {
                 end_checks($label, $c, real => $real, content => $SECRET, mode => final_mode($opt));
 
                 next if $where eq 'own' || !$FULL && $api ne 'file_set_contents';
-                # the attacker's own file as the target: swap a symlink and a
-                # FIFO in at the target and the temp name, all along, with the
-                # window between the checks and the open held, or the write
+                # the attacker's own entry as the target: swap a symlink, a
+                # FIFO and a file in at the target, a symlink at the temp
+                # name, while the victim is held between its checks and the
+                # temp's open, or in the temp's write. Only then: a symlink
+                # at the temp name planted earlier sends the victim to a
+                # random temp name (which strace does not hold) before any
+                # race, a check made after it sees it. At the start a file
+                # (preserve: a symlink, as preserve refuses the attacker's
+                # file before the window, planted_file_not_preserved).
                 for my $hold (qw(openat write)) {
-                    $label = "ps=$ps sticky $api $opt: symlinks and FIFOs swapped in, $hold held";
-                    $c = new_case('sticky');
-                    my $t = "$c->{dir}/theirs";
-                    as_attacker(q{ spew($_[0], "their old\n", 0644); 1 }, $t);
-                    my $temp = "$t.tmp.$FFTest::PID";
-                    ($res, $report) = during(
-                        code => $API{$api}, target => $t,
-                        opts => { %{ $OPTS{$opt} }, perm => 0644, noclobber => 0 },
-                        deed => sub {
-                            my ($s) = @_;
-                            my $k = $s->{k}++ % 3;
-                            my $new = "$c->{dir}/swap.$k";
-                            unlink $new;
-                            $k == 0 ? symlink("$c->{outside}/precious", $new)
-                          : $k == 1 ? POSIX::mkfifo($new, 0666) : spew($new, "their old\n", 0644);
-                            rename $new, $t and $s->{swapped}++;
-                            symlink "$c->{outside}/precious", $temp and $s->{planted}++;
-                        },
-                        after => sub { "swapped=" . ($_[0]{swapped} // 0) }, hold => $hold);
-                    ok($res->{ok} || $res->{err} =~ /Permission denied|Too many levels/,
-                       "$label: the victim's call succeeds or fails cleanly") or diag($res->{err});
-                    like($report, qr/swapped=[1-9]/, "$label: the attacker swapped during the call");
-                    end_checks($label, $c, planted => [ -l $temp ? "dir/theirs.tmp.$FFTest::PID" : () ]);
+                    swapped_in_held($ps, $api, $opt, $hold);
                 }
             }
         }
