@@ -54,6 +54,7 @@ int ff_atomic_init(struct ff_atomic *a, const char *path, const struct ff_option
 {
     memset(a, 0, sizeof *a);
     a->fd = -1;
+    a->dirfd = AT_FDCWD;
     a->step_fd = -1;
     a->opt = *opt;
     a->intr = intr;
@@ -73,6 +74,7 @@ void ff_atomic_init_lent(struct ff_atomic *a, const char *path, size_t path_len,
 {
     memset(a, 0, offsetof(struct ff_atomic, old));     /* old: only read with have_old */
     a->fd = -1;
+    a->dirfd = AT_FDCWD;
     a->step_fd = -1;
     a->opt = *opt;
     a->intr = intr;
@@ -352,7 +354,7 @@ int ff_open_excl(int dirfd, const char *name, mode_t mode, int *fd,
 
 static int open_temp(struct ff_atomic *a, int *fd)
 {
-    return ff_open_excl(AT_FDCWD, a->temp, ff_temp_mode(a, a->opt.preserve), fd, a->intr);
+    return ff_open_excl(a->dirfd, a->temp, ff_temp_mode(a, a->opt.preserve), fd, a->intr);
 }
 
 /* 64 random bits for a temp suffix; only needed after a name collision, so
@@ -537,6 +539,24 @@ int ff_atomic_create(struct ff_atomic *a, long pid)
     return ff_atomic_create_named(a, pid, suffix, suffix_len);
 }
 
+/* hold_cwd: the working directory, held for a relative temp from before it
+ * is made to after it is renamed or removed (user code may chdir between
+ * the writer's calls). A build without O_PATH opens it for reading: one
+ * that may not be read is not held (names are then taken from the working
+ * directory of each call, as before). */
+static int hold_cwd(struct ff_atomic *a)
+{
+    int fd, err;
+
+    if (a->dirfd != AT_FDCWD)
+        return 0;
+    FF_SYSCALL(err, a->intr, fd = open(".", FF_O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (err)
+        return !FF_HAVE_O_PATH && err == EACCES ? 0 : err;
+    a->dirfd = fd;
+    return 0;
+}
+
 int ff_atomic_create_named(struct ff_atomic *a, long pid, const char *suffix, size_t suffix_len)
 {
     size_t len = a->target_len;
@@ -556,6 +576,8 @@ int ff_atomic_create_named(struct ff_atomic *a, long pid, const char *suffix, si
     a->pid = pid;
 
     a->step = FF_STEP_OPEN;
+    if (a->opt.hold_cwd && a->temp[0] != '/' && (err = hold_cwd(a)))
+        return err;
     err = create_temp(a, len + suffix_len);
     /* costs nothing while the directory exists; a target that ends in "/"
      * (a symlink to "x/") names a directory, never the file: no directory
@@ -563,7 +585,7 @@ int ff_atomic_create_named(struct ff_atomic *a, long pid, const char *suffix, si
     if (err == ENOENT && a->opt.mkdir && a->target[len - 1] != '/') {
         a->step = FF_STEP_MKDIR;
         a->step_mem = dir_of(a->target);
-        err = a->step_mem ? ff_mkdir_p(a->step_mem, &a->dirs_made, a->intr) : ENOMEM;
+        err = a->step_mem ? ff_mkdir_p_at(a->dirfd, a->step_mem, &a->dirs_made, a->intr) : ENOMEM;
         release_step(a);
         if (err)
             return err;
@@ -896,7 +918,7 @@ int ff_noclobber_renameat(struct ff_atomic *a, int dirfd, const char *from, cons
 
 static int rename_noreplace(struct ff_atomic *a)
 {
-    int unsupported, err = ff_noclobber_renameat(a, AT_FDCWD, a->temp, a->target, &unsupported,
+    int unsupported, err = ff_noclobber_renameat(a, a->dirfd, a->temp, a->target, &unsupported,
                                                  a->intr);
 
     if (unsupported)
@@ -918,12 +940,13 @@ static void cut_to_parent(char *dir)
         slash[slash == dir] = '\0';     /* keep the root's own "/" */
 }
 
-/* open and fsync the directory dir; the fd is in *fd meanwhile. */
-static int sync_one_dir(const char *dir, int *fd, const struct ff_eintr *intr)
+/* open (relative to dirfd) and fsync the directory dir; the fd is in *fd
+ * meanwhile. */
+static int sync_one_dir(int dirfd, const char *dir, int *fd, const struct ff_eintr *intr)
 {
     int err;
 
-    FF_SYSCALL(err, intr, *fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    FF_SYSCALL(err, intr, *fd = openat(dirfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (err)
         return err;
     FF_SYSCALL(err, intr, fsync(*fd));
@@ -932,15 +955,20 @@ static int sync_one_dir(const char *dir, int *fd, const struct ff_eintr *intr)
     return err == EINVAL || err == ENOSYS ? 0 : err;    /* cannot sync: not an error */
 }
 
-int ff_sync_parents(char *dir, int levels, int *fd, const struct ff_eintr *intr)
+static int sync_parents_at(int dirfd, char *dir, int levels, int *fd, const struct ff_eintr *intr)
 {
     int err = 0;
 
     while (levels-- > 0 && !err) {
         cut_to_parent(dir);
-        err = sync_one_dir(dir, fd, intr);
+        err = sync_one_dir(dirfd, dir, fd, intr);
     }
     return err;
+}
+
+int ff_sync_parents(char *dir, int levels, int *fd, const struct ff_eintr *intr)
+{
+    return sync_parents_at(AT_FDCWD, dir, levels, fd, intr);
 }
 
 /* fsync the target's directory, then, for each level mkdir made, the parent
@@ -950,26 +978,28 @@ static int sync_dirs(struct ff_atomic *a)
     int err;
 
     a->step_mem = dir_of(a->target);
-    err = a->step_mem ? sync_one_dir(a->step_mem, &a->step_fd, a->intr) : ENOMEM;
+    err = a->step_mem ? sync_one_dir(a->dirfd, a->step_mem, &a->step_fd, a->intr) : ENOMEM;
     if (!err)
-        err = ff_sync_parents(a->step_mem, a->dirs_made, &a->step_fd, a->intr);
+        err = sync_parents_at(a->dirfd, a->step_mem, a->dirs_made, &a->step_fd, a->intr);
     release_step(a);
     return err;
 }
 
-/* rename(temp, target), EINTR retried: a handler that ran meanwhile (its
- * identity then noted) may have replaced the temp, which is checked again
- * before the retry. Without a handler run: one rename(2), nothing more. */
+/* rename(temp, target) (renameat in a held directory), EINTR retried: a
+ * handler that ran meanwhile (its identity then noted) may have replaced
+ * the temp, which is checked again before the retry. Without a handler
+ * run: one rename(2), nothing more. */
 static int rename_own(struct ff_atomic *a)
 {
     unsigned spins = 0;
     int err;
 
     for (;;) {
-        err = rename(a->temp, a->target) < 0 ? errno : 0;
+        err = (a->dirfd == AT_FDCWD ? rename(a->temp, a->target)
+                                    : renameat(a->dirfd, a->temp, a->dirfd, a->target)) < 0 ? errno : 0;
         if (err != EINTR || !ff_retry_eintr(a->intr, &spins))
             return err;
-        if ((err = ff_atomic_temp_ours(a, AT_FDCWD, a->temp)))
+        if ((err = ff_atomic_temp_ours(a, a->dirfd, a->temp)))
             return err;
         a->step = FF_STEP_RENAME;
     }
@@ -1003,7 +1033,7 @@ int ff_atomic_commit(struct ff_atomic *a)
      * still the old one: an alarm handler that dies leaves it untouched. */
     interrupted(a->intr);
 
-    if ((err = ff_atomic_temp_ours(a, AT_FDCWD, a->temp)))
+    if ((err = ff_atomic_temp_ours(a, a->dirfd, a->temp)))
         return err;
     a->step = FF_STEP_RENAME;
     if (a->opt.noclobber)
@@ -1034,8 +1064,8 @@ void ff_atomic_remove_temp(struct ff_atomic *a)
     }
     /* no callback: this runs while perl unwinds, or is about to, where no
      * handler may run; EINTR (FUSE, NFS) is still retried, bounded */
-    if (a->created && ff_atomic_temp_ours(a, AT_FDCWD, a->temp) == 0)
-        FF_SYSCALL(err, NULL, unlink(a->temp));
+    if (a->created && ff_atomic_temp_ours(a, a->dirfd, a->temp) == 0)
+        FF_SYSCALL(err, NULL, a->dirfd == AT_FDCWD ? unlink(a->temp) : unlinkat(a->dirfd, a->temp, 0));
     a->created = 0;
     errno = saved;
 }
@@ -1067,6 +1097,13 @@ void ff_atomic_discard(struct ff_atomic *a)
 void ff_atomic_forget(struct ff_atomic *a)
 {
     a->created = 0;
+}
+
+void ff_atomic_release_cwd(struct ff_atomic *a)
+{
+    if (a->dirfd >= 0)
+        ff_close_read(a->dirfd);
+    a->dirfd = AT_FDCWD;
 }
 
 void ff_atomic_note_temp(struct ff_atomic *a, int dirfd, const char *name)

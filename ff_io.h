@@ -64,6 +64,10 @@ struct ff_options {
     unsigned mkdir : 1;          /* create missing parent directories */
     unsigned follow_symlinks : 1;/* replace the file a symlink points to */
     unsigned noclobber : 1;      /* fail if the target exists */
+    /* The writer: a relative temp is made, renamed and removed in the
+     * working directory of its creation, held open (a->dirfd) from
+     * ff_atomic_create on, whatever chdir comes later. */
+    unsigned hold_cwd : 1;
 };
 
 /* Which step failed: the glue words its message after it. */
@@ -98,6 +102,12 @@ struct ff_atomic {
     char *temp_buf;    /* FF_TEMP_BUF bytes of the caller's (a batch: temp's slot), or NULL */
     int target_lent;   /* target is the caller's, not ours to free */
     int fd;            /* the temp's fd, -1 once closed */
+    /* Where the relative temp and target are made, renamed, removed:
+     * AT_FDCWD (the working directory of each call), or with hold_cwd and
+     * a relative temp the working directory of ff_atomic_create, held
+     * open (O_PATH). discard leaves it: its owner closes it after the
+     * last discard (ff_atomic_release_cwd). */
+    int dirfd;
     int created;       /* 1 while the file at temp is ours to remove */
     int have_old;      /* old holds the stat of an existing regular target */
     long pid;          /* the process that created temp (its name has it) */
@@ -157,7 +167,8 @@ int ff_atomic_unchanged(struct ff_atomic *a, const char *buf, size_t len, const 
                         size_t tail_len);
 
 /* Create the temp "<target>.tmp.<pid>" (missing directories first with the
- * mkdir option). */
+ * mkdir option); with hold_cwd and a relative target, the working
+ * directory is opened first (a->dirfd, failing as the temp's open). */
 int ff_atomic_create(struct ff_atomic *a, long pid);
 /* The same with ".tmp.<pid>" made already (ff_temp_suffix): suffix_len
  * bytes, at most FF_PID_SUFFIX_MAX - 1. */
@@ -186,6 +197,11 @@ static inline int ff_atomic_holds_nothing(const struct ff_atomic *a)
            && a->target_lent && a->temp == a->temp_buf;
 }
 void ff_atomic_forget(struct ff_atomic *a);
+
+/* hold_cwd: close the working directory held, after the last discard
+ * (which may still need it to remove the temp). Safe to call more than
+ * once, and without one held. */
+void ff_atomic_release_cwd(struct ff_atomic *a);
 
 /* The part of discard that closes the temp's fd and removes the temp
  * (if still the file made); the paths stay, for an error message. Keeps

@@ -85,6 +85,14 @@ static void S_writer_own_process(pTHX_ const struct ff_writer *w)
 }
 #define writer_own_process(w) S_writer_own_process(aTHX_ w)
 
+/* The temp closed and removed (unless committed, or another process's),
+ * the paths freed, the working directory held for them closed. */
+static void S_writer_release(struct ff_writer *w)
+{
+    ff_atomic_discard(&w->a);
+    ff_atomic_release_cwd(&w->a);
+}
+
 /* w, ready for data. Call it inside a scope (ENTER .. LEAVE, or saved_ix ..
  * LEAVE_SCOPE): user code (magic, overloading, signal handlers) may drop
  * the last reference, so w is kept alive until that scope is left;
@@ -107,7 +115,7 @@ static void S_step_unwound(pTHX_ void *writer)
     PERL_UNUSED_CONTEXT;
     if (w->state == FF_W_BUSY) {
         w->state = FF_W_ABORTED;
-        ff_atomic_discard(&w->a);
+        S_writer_release(w);
     }
 }
 
@@ -357,6 +365,9 @@ SV *ffxs_writer_new(pTHX_ HV *own, SV *klass, SV *filename, SV *opts)
     }
     path = path_arg(filename, FF_WRITER_CLASS "->new");
     writer_options(opts, &opt, &force_utf8, &size);
+    /* a relative name is in the working directory of new, held: user code
+     * may chdir before commit, abort or the end of the object */
+    opt.hold_cwd = 1;
 
     /* One block for all the writer keeps: the struct, the temp's name
      * (FF_TEMP_BUF, as start_write's lent mode takes it: a temp too long
@@ -369,6 +380,7 @@ SV *ffxs_writer_new(pTHX_ HV *own, SV *klass, SV *filename, SV *opts)
     w = (struct ff_writer *)block;
     Zero(w, 1, struct ff_writer);
     w->a.fd = w->a.step_fd = -1;        /* nothing to close until start_write sets it up */
+    w->a.dirfd = AT_FDCWD;
     w->state = FF_W_ABORTED;
     /* from here the object owns w */
     mg = sv_magicext(SvRV(obj), NULL, PERL_MAGIC_ext, &writer_tag, NULL, 0);
@@ -391,7 +403,7 @@ SV *ffxs_writer_new(pTHX_ HV *own, SV *klass, SV *filename, SV *opts)
     }
     /* any code may run before commit: it checks the temp is still this
      * file (one fstat here, one fstatat there) */
-    ff_atomic_note_temp(&w->a, AT_FDCWD, w->a.temp);
+    ff_atomic_note_temp(&w->a, w->a.dirfd, w->a.temp);
     w->state = FF_W_OPEN;
     SvREFCNT_inc_simple_void_NN(obj);
     LEAVE_SCOPE(saved_ix);
@@ -405,7 +417,7 @@ void ffxs_writer_commit(pTHX_ struct ff_writer *w)
     writer_hold(w);
     writer_step(w, NULL, 0);
     w->state = FF_W_COMMITTED;
-    ff_atomic_discard(&w->a);   /* only an allocated path is left to free */
+    S_writer_release(w);        /* only an allocated path and the held directory are left */
     ff_wbuf_free(&w->wb);
     LEAVE_SCOPE(saved_ix);
 }
@@ -422,7 +434,7 @@ static void S_writer_discard(pTHX_ struct ff_writer *w)
 
     if (now != w->pid)
         w->a.created = 0;
-    ff_atomic_discard(&w->a);
+    S_writer_release(w);        /* (a forked copy closes its copy of the directory) */
     ff_wbuf_free(&w->wb);
 }
 #define writer_discard(w) S_writer_discard(aTHX_ w)
