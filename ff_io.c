@@ -54,7 +54,6 @@ int ff_atomic_init(struct ff_atomic *a, const char *path, const struct ff_option
 {
     memset(a, 0, sizeof *a);
     a->fd = -1;
-    a->dirfd = AT_FDCWD;
     a->step_fd = -1;
     a->opt = *opt;
     a->intr = intr;
@@ -74,7 +73,6 @@ void ff_atomic_init_lent(struct ff_atomic *a, const char *path, size_t path_len,
 {
     memset(a, 0, offsetof(struct ff_atomic, old));     /* old: only read with have_old */
     a->fd = -1;
-    a->dirfd = AT_FDCWD;
     a->step_fd = -1;
     a->opt = *opt;
     a->intr = intr;
@@ -354,7 +352,7 @@ int ff_open_excl(int dirfd, const char *name, mode_t mode, int *fd,
 
 static int open_temp(struct ff_atomic *a, int *fd)
 {
-    return ff_open_excl(a->dirfd, a->temp, ff_temp_mode(a, a->opt.preserve), fd, a->intr);
+    return ff_open_excl(AT_FDCWD, a->temp, ff_temp_mode(a, a->opt.preserve), fd, a->intr);
 }
 
 /* 64 random bits for a temp suffix; only needed after a name collision, so
@@ -539,24 +537,6 @@ int ff_atomic_create(struct ff_atomic *a, long pid)
     return ff_atomic_create_named(a, pid, suffix, suffix_len);
 }
 
-/* hold_cwd: the working directory, held for a relative temp from before it
- * is made to after it is renamed or removed (user code may chdir between
- * the writer's calls). A build without O_PATH opens it for reading: one
- * that may not be read is not held (names are then taken from the working
- * directory of each call, as before). */
-static int hold_cwd(struct ff_atomic *a)
-{
-    int fd, err;
-
-    if (a->dirfd != AT_FDCWD)
-        return 0;
-    FF_SYSCALL(err, a->intr, fd = open(".", FF_O_PATH | O_DIRECTORY | O_CLOEXEC));
-    if (err)
-        return !FF_HAVE_O_PATH && err == EACCES ? 0 : err;
-    a->dirfd = fd;
-    return 0;
-}
-
 int ff_atomic_create_named(struct ff_atomic *a, long pid, const char *suffix, size_t suffix_len)
 {
     size_t len = a->target_len;
@@ -576,8 +556,6 @@ int ff_atomic_create_named(struct ff_atomic *a, long pid, const char *suffix, si
     a->pid = pid;
 
     a->step = FF_STEP_OPEN;
-    if (a->opt.hold_cwd && a->temp[0] != '/' && (err = hold_cwd(a)))
-        return err;
     err = create_temp(a, len + suffix_len);
     /* costs nothing while the directory exists; a target that ends in "/"
      * (a symlink to "x/") names a directory, never the file: no directory
@@ -585,7 +563,7 @@ int ff_atomic_create_named(struct ff_atomic *a, long pid, const char *suffix, si
     if (err == ENOENT && a->opt.mkdir && a->target[len - 1] != '/') {
         a->step = FF_STEP_MKDIR;
         a->step_mem = dir_of(a->target);
-        err = a->step_mem ? ff_mkdir_p_at(a->dirfd, a->step_mem, &a->dirs_made, a->intr) : ENOMEM;
+        err = a->step_mem ? ff_mkdir_p(a->step_mem, &a->dirs_made, a->intr) : ENOMEM;
         release_step(a);
         if (err)
             return err;
@@ -916,9 +894,20 @@ int ff_noclobber_renameat(struct ff_atomic *a, int dirfd, const char *from, cons
     return link_then_unlink(a, dirfd, from, to, unsupported, intr);
 }
 
-static int rename_noreplace(struct ff_atomic *a)
+/* The commit and its steps below take dirfd, where relative names are
+ * looked up: its code is made twice, for the working directory of the call
+ * (ff_atomic_commit: AT_FDCWD, a constant, so the single call's code is
+ * what it was, one rename(2), nothing tested) and for a held directory
+ * (ff_atomic_commit_held, the writer's). */
+#if defined(__GNUC__)
+#define FF_INLINE_ALWAYS static inline __attribute__((always_inline))
+#else
+#define FF_INLINE_ALWAYS static inline
+#endif
+
+static int rename_noreplace(struct ff_atomic *a, int dirfd)
 {
-    int unsupported, err = ff_noclobber_renameat(a, a->dirfd, a->temp, a->target, &unsupported,
+    int unsupported, err = ff_noclobber_renameat(a, dirfd, a->temp, a->target, &unsupported,
                                                  a->intr);
 
     if (unsupported)
@@ -971,16 +960,17 @@ int ff_sync_parents(char *dir, int levels, int *fd, const struct ff_eintr *intr)
     return sync_parents_at(AT_FDCWD, dir, levels, fd, intr);
 }
 
-/* fsync the target's directory, then, for each level mkdir made, the parent
- * that holds it: a new directory is only durable once its entry is. */
-static int sync_dirs(struct ff_atomic *a)
+/* fsync the target's directory (relative to dirfd), then, for each level
+ * mkdir made, the parent that holds it: a new directory is only durable
+ * once its entry is. */
+FF_INLINE_ALWAYS int sync_dirs(struct ff_atomic *a, int dirfd)
 {
     int err;
 
     a->step_mem = dir_of(a->target);
-    err = a->step_mem ? sync_one_dir(a->dirfd, a->step_mem, &a->step_fd, a->intr) : ENOMEM;
+    err = a->step_mem ? sync_one_dir(dirfd, a->step_mem, &a->step_fd, a->intr) : ENOMEM;
     if (!err)
-        err = sync_parents_at(a->dirfd, a->step_mem, a->dirs_made, &a->step_fd, a->intr);
+        err = sync_parents_at(dirfd, a->step_mem, a->dirs_made, &a->step_fd, a->intr);
     release_step(a);
     return err;
 }
@@ -989,23 +979,23 @@ static int sync_dirs(struct ff_atomic *a)
  * handler that ran meanwhile (its identity then noted) may have replaced
  * the temp, which is checked again before the retry. Without a handler
  * run: one rename(2), nothing more. */
-static int rename_own(struct ff_atomic *a)
+FF_INLINE_ALWAYS int rename_own(struct ff_atomic *a, int dirfd)
 {
     unsigned spins = 0;
     int err;
 
     for (;;) {
-        err = (a->dirfd == AT_FDCWD ? rename(a->temp, a->target)
-                                    : renameat(a->dirfd, a->temp, a->dirfd, a->target)) < 0 ? errno : 0;
+        err = (dirfd == AT_FDCWD ? rename(a->temp, a->target)
+                                 : renameat(dirfd, a->temp, dirfd, a->target)) < 0 ? errno : 0;
         if (err != EINTR || !ff_retry_eintr(a->intr, &spins))
             return err;
-        if ((err = ff_atomic_temp_ours(a, a->dirfd, a->temp)))
+        if ((err = ff_atomic_temp_ours(a, dirfd, a->temp)))
             return err;
         a->step = FF_STEP_RENAME;
     }
 }
 
-int ff_atomic_commit(struct ff_atomic *a)
+FF_INLINE_ALWAYS int commit_in(struct ff_atomic *a, int dirfd)
 {
     int err;
 
@@ -1033,25 +1023,35 @@ int ff_atomic_commit(struct ff_atomic *a)
      * still the old one: an alarm handler that dies leaves it untouched. */
     interrupted(a->intr);
 
-    if ((err = ff_atomic_temp_ours(a, a->dirfd, a->temp)))
+    if ((err = ff_atomic_temp_ours(a, dirfd, a->temp)))
         return err;
     a->step = FF_STEP_RENAME;
     if (a->opt.noclobber)
-        err = rename_noreplace(a);
+        err = rename_noreplace(a, dirfd);
     else
-        err = rename_own(a);
+        err = rename_own(a, dirfd);
     if (err)
         return err;
     a->created = 0;
 
     if (a->opt.fsync) {
         a->step = FF_STEP_SYNC_DIR;
-        err = sync_dirs(a);
+        err = sync_dirs(a, dirfd);
         if (err)
             return err;
     }
     a->step = FF_STEP_NONE;
     return 0;
+}
+
+int ff_atomic_commit(struct ff_atomic *a)
+{
+    return commit_in(a, AT_FDCWD);
+}
+
+int ff_atomic_commit_held(struct ff_atomic *a)
+{
+    return commit_in(a, a->opt.cwd_held ? a->dirfd : AT_FDCWD);
 }
 
 void ff_atomic_remove_temp(struct ff_atomic *a)
@@ -1064,8 +1064,12 @@ void ff_atomic_remove_temp(struct ff_atomic *a)
     }
     /* no callback: this runs while perl unwinds, or is about to, where no
      * handler may run; EINTR (FUSE, NFS) is still retried, bounded */
-    if (a->created && ff_atomic_temp_ours(a, a->dirfd, a->temp) == 0)
-        FF_SYSCALL(err, NULL, a->dirfd == AT_FDCWD ? unlink(a->temp) : unlinkat(a->dirfd, a->temp, 0));
+    if (a->created) {
+        int dirfd = a->opt.cwd_held ? a->dirfd : AT_FDCWD;
+
+        if (ff_atomic_temp_ours(a, dirfd, a->temp) == 0)
+            FF_SYSCALL(err, NULL, dirfd == AT_FDCWD ? unlink(a->temp) : unlinkat(dirfd, a->temp, 0));
+    }
     a->created = 0;
     errno = saved;
 }
@@ -1099,11 +1103,18 @@ void ff_atomic_forget(struct ff_atomic *a)
     a->created = 0;
 }
 
-void ff_atomic_release_cwd(struct ff_atomic *a)
+int ff_atomic_hold_cwd(struct ff_atomic *a)
 {
-    if (a->dirfd >= 0)
-        ff_close_read(a->dirfd);
-    a->dirfd = AT_FDCWD;
+    int fd, err;
+
+    if (a->opt.cwd_held || !a->temp || a->temp[0] == '/')
+        return 0;
+    FF_SYSCALL(err, NULL, fd = open(".", FF_O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (err)
+        return !FF_HAVE_O_PATH && err == EACCES ? 0 : err;
+    a->dirfd = fd;
+    a->opt.cwd_held = 1;
+    return 0;
 }
 
 void ff_atomic_note_temp(struct ff_atomic *a, int dirfd, const char *name)

@@ -64,10 +64,9 @@ struct ff_options {
     unsigned mkdir : 1;          /* create missing parent directories */
     unsigned follow_symlinks : 1;/* replace the file a symlink points to */
     unsigned noclobber : 1;      /* fail if the target exists */
-    /* The writer: a relative temp is made, renamed and removed in the
-     * working directory of its creation, held open (a->dirfd) from
-     * ff_atomic_create on, whatever chdir comes later. */
-    unsigned hold_cwd : 1;
+    /* not an option: set by ff_atomic_hold_cwd, a->dirfd holds the
+     * working directory (0 from the caller) */
+    unsigned cwd_held : 1;
 };
 
 /* Which step failed: the glue words its message after it. */
@@ -102,12 +101,6 @@ struct ff_atomic {
     char *temp_buf;    /* FF_TEMP_BUF bytes of the caller's (a batch: temp's slot), or NULL */
     int target_lent;   /* target is the caller's, not ours to free */
     int fd;            /* the temp's fd, -1 once closed */
-    /* Where the relative temp and target are made, renamed, removed:
-     * AT_FDCWD (the working directory of each call), or with hold_cwd and
-     * a relative temp the working directory of ff_atomic_create, held
-     * open (O_PATH). discard leaves it: its owner closes it after the
-     * last discard (ff_atomic_release_cwd). */
-    int dirfd;
     int created;       /* 1 while the file at temp is ours to remove */
     int have_old;      /* old holds the stat of an existing regular target */
     long pid;          /* the process that created temp (its name has it) */
@@ -125,6 +118,12 @@ struct ff_atomic {
      * replace the temp by name, so the rename, and the cleanup's unlink,
      * first check the name still is this file (ff_atomic_temp_ours). */
     int have_id;
+    /* The writer's relative temp: the working directory it was made in,
+     * held open (ff_atomic_hold_cwd) so that user code's chdir cannot move
+     * its rename or removal; read only with opt.cwd_held (in have_id's
+     * padding: init's memset is no longer). The owner closes it after the
+     * last discard (ff_atomic_release_cwd). */
+    int dirfd;
     dev_t id_dev;
     ino_t id_ino;
     struct stat old;   /* last: read only with have_old, so init leaves it as it is */
@@ -167,8 +166,7 @@ int ff_atomic_unchanged(struct ff_atomic *a, const char *buf, size_t len, const 
                         size_t tail_len);
 
 /* Create the temp "<target>.tmp.<pid>" (missing directories first with the
- * mkdir option); with hold_cwd and a relative target, the working
- * directory is opened first (a->dirfd, failing as the temp's open). */
+ * mkdir option). */
 int ff_atomic_create(struct ff_atomic *a, long pid);
 /* The same with ".tmp.<pid>" made already (ff_temp_suffix): suffix_len
  * bytes, at most FF_PID_SUFFIX_MAX - 1. */
@@ -180,8 +178,31 @@ size_t ff_temp_suffix(char *out, long pid);
 
 /* The old file's owner and mode (preserve), fdatasync (fsync), close, the
  * intr callback (pending signal handlers), rename or no-clobber link,
- * directory fsync (fsync). */
+ * directory fsync (fsync). Relative names from the working directory of
+ * the call. */
 int ff_atomic_commit(struct ff_atomic *a);
+/* The same, relative names from the directory held (ff_atomic_hold_cwd, or
+ * the working directory of the call where none is): the writer's. */
+int ff_atomic_commit_held(struct ff_atomic *a);
+
+/* A relative temp, just made: the working directory held (O_PATH) in
+ * a->dirfd, so that its commit and its removal happen there whatever
+ * chdir comes (the writer, between new and commit). Call it right after
+ * ff_atomic_create, before user code may run (no chdir since the temp was
+ * made). 0 for an absolute temp (nothing held), or when a build without
+ * O_PATH may not read the directory (EACCES: not held). */
+int ff_atomic_hold_cwd(struct ff_atomic *a);
+
+/* Close the directory held, after the last discard (which may still need
+ * it to remove the temp). Safe to call again, or with none held. */
+void ff_close_read(int fd);
+static inline void ff_atomic_release_cwd(struct ff_atomic *a)
+{
+    if (a->opt.cwd_held) {
+        a->opt.cwd_held = 0;
+        ff_close_read(a->dirfd);
+    }
+}
 
 /* Close and unlink whatever is still ours and free the paths and what a
  * step holds; keeps errno. Safe to call more than once. A forked child that
@@ -197,11 +218,6 @@ static inline int ff_atomic_holds_nothing(const struct ff_atomic *a)
            && a->target_lent && a->temp == a->temp_buf;
 }
 void ff_atomic_forget(struct ff_atomic *a);
-
-/* hold_cwd: close the working directory held, after the last discard
- * (which may still need it to remove the temp). Safe to call more than
- * once, and without one held. */
-void ff_atomic_release_cwd(struct ff_atomic *a);
 
 /* The part of discard that closes the temp's fd and removes the temp
  * (if still the file made); the paths stay, for an error message. Keeps

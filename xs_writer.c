@@ -138,7 +138,7 @@ static void S_writer_step(pTHX_ struct ff_writer *w, const char *buf, size_t n)
         err = ff_wbuf_append(&w->wb, w->a.fd, buf, n, &w->intr);
     else if (!(err = ff_wbuf_flush(&w->wb, w->a.fd, &w->intr))) {
         ff_wbuf_free(&w->wb);           /* now: nothing slow after the rename */
-        err = ff_atomic_commit(&w->a);
+        err = ff_atomic_commit_held(&w->a);
     }
     if (err)
         croak_step(&w->a, err, w->path);
@@ -330,6 +330,7 @@ SV *ffxs_writer_new(pTHX_ HV *own, SV *klass, SV *filename, SV *opts)
     char *block, suffix[FF_PID_SUFFIX_MAX];
     bool force_utf8 = FALSE;
     size_t size = FF_WRITER_DEFAULT_SIZE, first_cap, suffix_len;
+    int err;
     /* a scope of its own, without ENTER (no local() is made here) */
     const I32 saved_ix = PL_savestack_ix;
 
@@ -365,9 +366,6 @@ SV *ffxs_writer_new(pTHX_ HV *own, SV *klass, SV *filename, SV *opts)
     }
     path = path_arg(filename, FF_WRITER_CLASS "->new");
     writer_options(opts, &opt, &force_utf8, &size);
-    /* a relative name is in the working directory of new, held: user code
-     * may chdir before commit, abort or the end of the object */
-    opt.hold_cwd = 1;
 
     /* One block for all the writer keeps: the struct, the temp's name
      * (FF_TEMP_BUF, as start_write's lent mode takes it: a temp too long
@@ -380,7 +378,6 @@ SV *ffxs_writer_new(pTHX_ HV *own, SV *klass, SV *filename, SV *opts)
     w = (struct ff_writer *)block;
     Zero(w, 1, struct ff_writer);
     w->a.fd = w->a.step_fd = -1;        /* nothing to close until start_write sets it up */
-    w->a.dirfd = AT_FDCWD;
     w->state = FF_W_ABORTED;
     /* from here the object owns w */
     mg = sv_magicext(SvRV(obj), NULL, PERL_MAGIC_ext, &writer_tag, NULL, 0);
@@ -401,9 +398,17 @@ SV *ffxs_writer_new(pTHX_ HV *own, SV *klass, SV *filename, SV *opts)
         start_write(&w->a, &wpath, &opt, &w->intr, w->pid, FF_WRITER_CLASS "->new", NULL, 0,
                     NULL, 0, block + sizeof(struct ff_writer), suffix, suffix_len);
     }
+    /* A relative name means the working directory of new: user code
+     * (between the calls, or run by one: a signal handler, an overload, a
+     * DESTROY) may chdir before the commit or the cleanup, which then
+     * rename or remove there, in the directory held. */
+    if (w->a.temp[0] != '/' && (err = ff_atomic_hold_cwd(&w->a))) {
+        w->a.step = FF_STEP_OPEN;       /* (EMFILE: as the temp's own open would fail) */
+        croak_step(&w->a, err, path);
+    }
     /* any code may run before commit: it checks the temp is still this
      * file (one fstat here, one fstatat there) */
-    ff_atomic_note_temp(&w->a, w->a.dirfd, w->a.temp);
+    ff_atomic_note_temp(&w->a, AT_FDCWD, w->a.temp);
     w->state = FF_W_OPEN;
     SvREFCNT_inc_simple_void_NN(obj);
     LEAVE_SCOPE(saved_ix);
