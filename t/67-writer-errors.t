@@ -207,27 +207,125 @@ PERL
     is_deeply($r->{warnings}, [], 'no warnings in the traced children');
 }
 
-# A writer made with a relative name, and a chdir before it ends: its temp
-# is in the directory it was made in, but commit and the cleanup look for it
-# by its relative name in the new working directory (commit fails ESTALE,
-# the temp stays). The batch holds its starting directory for this; the
-# writer does not yet.
+# ------------------------------- a relative name: the directory of new
+
+# A relative name means the working directory of new: the writer holds it
+# (O_PATH) and commits, aborts and cleans up there, whatever chdir comes
+# between its calls or inside them (user code: a handler, an overload, a
+# FETCH, a DESTROY). Before, commit renamed by the relative name in the new
+# working directory (failing ESTALE: its temp was not there) and the
+# cleanup removed nothing: the temp stayed.
 {
     my $dir = tempdir();
-    mkdir "$dir/made" or die;
-    mkdir "$dir/moved" or die;
+    my ($made, $moved) = ("$dir/made", "$dir/moved");
+    mkdir $_ or die "mkdir $_: $!" for $made, $moved;
     require Cwd;
     my $cwd = Cwd::getcwd();
-    chdir "$dir/made" or die;
-    my $w = FastFile::Writer->new('rel');
-    $w->print("x");
-    chdir "$dir/moved" or die;
-    my $ok = eval { $w->commit; 1 };
-    undef $w;
-    chdir $cwd or die;
-    local $TODO = 'the writer names its temp relative to the working directory of each call';
-    ok($ok, 'relative name, chdir before commit: committed where it was made');
-    is_deeply([temps_in("$dir/made")], [], '... no temp left');
+    my $fds = open_fds();
+    my $leftovers = sub { [ temps_in($made), temps_in($moved), glob("$moved/*") ] };
+
+    # each case: made in $made, a chdir to $moved by $between (between the
+    # calls, or inside one), then $end; returns what commit said
+    my $case = sub {
+        my ($name, $opts, $between, $end) = @_;
+        unlink glob("$made/*");
+        chdir $made or die "chdir: $!";
+        my $w = FastFile::Writer->new($name, $opts);
+        $w->print("first\n");
+        $between->($w);
+        my $ok = eval { $end->($w); 1 };
+        my $err = $@;
+        undef $w;
+        chdir $cwd or die "chdir: $!";
+        return $ok ? '' : $err;
+    };
+    my $commit = sub { $_[0]->commit };
+    my $to_moved = sub { chdir $moved or die "chdir: $!" };
+
+    is($case->('rel', undef, $to_moved, $commit), '', 'relative name, chdir before commit: committed');
+    is(slurp("$made/rel"), "first\n", '... in the directory of new');
+    is_deeply($leftovers->(), [], '... no temp left, nothing in the new working directory');
+
+    is($case->('sub/rel', { mkdir => 1, fsync => 1 }, $to_moved, $commit), '',
+       'a relative name with a directory (mkdir, fsync: its directories synced there)');
+    is(slurp("$made/sub/rel"), "first\n", '... in the directory of new');
+    is_deeply($leftovers->(), [], '... no temp left');
+
+    is($case->('rel', { noclobber => 1 }, $to_moved, $commit), '', 'noclobber: committed');
+    is(slurp("$made/rel"), "first\n", '... in the directory of new');
+    spew("$moved/rel", "other\n");      # the same name in the new directory
+    is($case->('rel', undef, $to_moved, sub { $_[0]->print("second\n"); $_[0]->commit }), '',
+       'the same name in the new working directory: committed');
+    is(slurp("$made/rel"), "first\nsecond\n", '... in the directory of new');
+    is(slurp("$moved/rel"), "other\n", '... the file in the new working directory untouched');
+    unlink "$moved/rel";
+
+    for my $end ([ 'abort', sub { $_[0]->abort or die "abort: false\n" } ],
+                 [ 'undef', sub { my $w = \$_[0]; undef $$w } ],
+                 [ 'DESTROY by hand', sub { $_[0]->DESTROY } ],
+                 [ 'a die', sub { die "out\n" } ]) {
+        my $got = $case->('rel', undef, $to_moved, $end->[1]);
+        is($got, $end->[0] eq 'a die' ? "out\n" : '', "chdir, then $end->[0]");
+        is_deeply($leftovers->(), [], '... the temp removed (in the directory of new)');
+        ok(!-e "$made/rel", '... no target');
+    }
+
+    # user code that a call runs chdirs
+    {
+        package FFTest::ChdirOnString;
+        use overload '""' => sub { chdir $_[0]{to} or die "chdir: $!"; "overloaded\n" }, fallback => 1;
+        package FFTest::ChdirOnDestroy;
+        sub DESTROY { chdir $_[0]{to} or die "chdir: $!" }
+        package FFTest::DropOnString;       # its string form frees a ChdirOnDestroy
+        use overload '""' => sub { %{ $_[0] } = (); "dropped\n" }, fallback => 1;
+        package FFTest::ChdirOnFetch;
+        sub TIESCALAR { bless { to => $_[1] }, $_[0] }
+        sub FETCH { chdir $_[0]{to} or die "chdir: $!"; "tied\n" }
+    }
+    is($case->('rel', undef, sub { $_[0]->print(bless { to => $moved }, 'FFTest::ChdirOnString') }, $commit),
+       '', "an overloaded argument of print chdirs: committed");
+    is(slurp("$made/rel"), "first\noverloaded\n", '... in the directory of new');
+    is($case->('rel', undef, sub {
+                   $_[0]->print(bless { guard => bless({ to => $moved }, 'FFTest::ChdirOnDestroy') },
+                                'FFTest::DropOnString') }, $commit),
+       '', 'a DESTROY that print runs (an overload frees its object) chdirs: committed');
+    is(slurp("$made/rel"), "first\ndropped\n", '... in the directory of new');
+    is($case->('rel', undef, sub { tie my $v, 'FFTest::ChdirOnFetch', $moved; $_[0]->print($v, "x\n") }, $commit),
+       '', "a tied argument's FETCH chdirs: committed");
+    is(slurp("$made/rel"), "first\ntied\nx\n", '... in the directory of new');
+    is_deeply($leftovers->(), [], '... no temp left');
+    unlink glob("$made/*");
+
+    # global destruction, after a chdir
+    chdir $made or die "chdir: $!";
+    my ($status) = run_perl('our $w = FastFile::Writer->new("rel"); $w->print("x"); -e "rel.tmp.$$" or exit 7;'
+                            . 'chdir $ARGV[0] or exit 8; exit 3', switches => ['-MFastFile::Writer'], args => [$moved]);
+    chdir $cwd or die "chdir: $!";
+    is($status >> 8, 3, 'a global writer, chdir, exit');
+    is_deeply($leftovers->(), [], '... the temp removed in global destruction');
+
+    is(open_fds(), $fds, 'no fd left (the directories held are closed)');
+}
+
+# a signal handler that chdirs while the writer waits in write(2), in print
+# (a flush) and in commit: the rename is in the directory of new
+SKIP: {
+    my $why = strace_why();
+    skip "fault injection: $why", 8 if $why;
+    my $dir = tempdir();
+    for my $in ([ 'print', 'my $w = FastFile::Writer->new("rel", { buffer_size => 8 }); $w->print("0123456789");' ],
+                [ 'commit', 'my $w = FastFile::Writer->new("rel"); $w->print("0123456789");' ]) {
+        my ($made, $moved) = ("$dir/made-$in->[0]", "$dir/moved-$in->[0]");
+        mkdir $_ or die "mkdir $_: $!" for $made, $moved;
+        # (the temp's write is traced by its fd: by the file's full name)
+        my $r = traced("$made/rel", ['write:error=EINTR:signal=SIGALRM:when=1'],
+                       "chdir '$made' or die; local \$SIG{ALRM} = sub { chdir '$moved' or die };\n"
+                       . "$in->[1]\n\$w->commit;");
+        is($r->{err}, '', "a handler chdirs inside $in->[0]: committed") or diag explain $r->{calls};
+        ok((grep { $_->{name} eq 'signal' } @{ $r->{calls} }), '... the handler ran in the write');
+        is(slurp("$made/rel"), '0123456789', '... in the directory of new');
+        is_deeply([ temps_in($made), glob("$moved/*") ], [], '... no temp left');
+    }
 }
 
 no_warnings('the whole test');
