@@ -307,6 +307,58 @@ PERL
     is(open_fds(), $fds, 'no fd left (the directories held are closed)');
 }
 
+# Out of fds (EMFILE): atomic_writer loads FastFile/Writer.pm when first
+# called, and with no fd left that said "Can't locate FastFile/Writer.pm"
+# (and $w->fh, Symbol.pm): now it fails as the writer's new fails, naming
+# the temp, with $! EMFILE, and works where fds allow (one for a temp; two
+# for a relative name's, which holds its directory). A child perl under
+# ulimit -n 32 opens /dev/null until EMFILE, then frees $free of them.
+{
+    my $dir = tempdir();
+    my $code = <<'PERL';
+use Errno ();
+use FastFile ();
+my ($dir, $free) = @ARGV;
+chdir $dir or die "chdir: $!\n";
+my @held;
+while (open my $h, '<', '/dev/null') { push @held, $h }
+$!{EMFILE} or die "open: $!\n";
+splice @held, 0, $free;
+print "pid $$\n";
+for my $name ("$dir/abs", 'rel') {
+    my $w = eval { FastFile::atomic_writer($name) };
+    my $errno = $! + 0;
+    if (!$w) {
+        print "$name: errno $errno: $@";
+        next;
+    }
+    my $fh = eval { $w->fh } or print "$name: fh: $@";
+    print {$fh} "new\n" if $fh;
+    $w->commit;
+    print "$name: written\n";
+}
+PERL
+    my %want = (0 => [ "abs: errno 24: unable to open file 'abs.tmp.PID' - " . errno_text(24) . "\n",
+                       "rel: errno 24: unable to open file 'rel.tmp.PID' - " . errno_text(24) . "\n" ],
+                1 => [ "abs: written\n", "rel: errno 24: unable to open file 'rel.tmp.PID' - " . errno_text(24) . "\n" ],
+                2 => [ "abs: written\n", "rel: written\n" ]);
+    for my $free (0, 1, 2) {
+        spew("$dir/$_", "old\n") for qw(abs rel);
+        my ($status, $out) = run_perl($code, args => [$dir, $free], ulimit_n => 32);
+        my ($pid) = $out =~ /^pid (\d+)$/m;
+        $out =~ s/^pid \d+\n//m;
+        $out =~ s/\Q$dir\E\///g;
+        $out =~ s/\.tmp\.\Q$pid\E/.tmp.PID/g if $pid;
+        is($status, 0, "fds exhausted, $free free: atomic_writer") or diag $out;
+        is($out, join('', @{ $want{$free} }), "... fails as new fails, or works");
+        for my $name (qw(abs rel)) {
+            my $written = grep { /^$name: written/ } @{ $want{$free} };
+            is(slurp("$dir/$name"), $written ? "new\n" : "old\n", "... $name: " . ($written ? 'written' : 'untouched'));
+        }
+        is_deeply([temps_in($dir)], [], '... no temp left');
+    }
+}
+
 # a signal handler that chdirs while the writer waits in write(2), in print
 # (a flush) and in commit: the rename is in the directory of new
 SKIP: {

@@ -53,6 +53,37 @@ use FFTest qw(tempdir slurp spew temps_in run_perl no_warnings);
     no_warnings('fork');
 }
 
+# fork, a relative name: the child's chdir and its end leave the parent's
+# temp alone (in the directory of new); the parent commits there after a
+# chdir of its own
+{
+    my $dir = tempdir();
+    my ($made, $moved) = ("$dir/made", "$dir/moved");
+    mkdir $_ or die "mkdir $_: $!" for $made, $moved;
+    require Cwd;
+    my $cwd = Cwd::getcwd();
+    chdir $made or die "chdir: $!";
+    my $w = FastFile::Writer->new('rel');
+    $w->print("parent\n");
+    my $pid = fork // die "fork: $!";
+    if (!$pid) {
+        chdir $moved or POSIX::_exit(2);
+        my $ok = !eval { $w->commit; 1 } && $@ =~ /belongs to process/;
+        $w->abort;
+        undef $w;
+        exit($ok ? 0 : 1);              # and global destruction
+    }
+    waitpid $pid, 0;
+    is($?, 0, 'fork, relative name: the child chdirs, its commit croaks, it aborts and exits');
+    ok(-e "$made/rel.tmp.$$", "... the parent's temp stays");
+    chdir $moved or die "chdir: $!";
+    ok(eval { $w->commit }, "the parent's commit after a chdir of its own") or diag $@;
+    chdir $cwd or die "chdir: $!";
+    is(slurp("$made/rel"), "parent\n", '... in the directory of new');
+    is_deeply([ temps_in($made), glob("$moved/*") ], [], '... no temp left');
+    no_warnings('fork, relative name');
+}
+
 # ---------------------------------------------------------------- threads
 
 SKIP: {

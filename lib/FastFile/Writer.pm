@@ -12,8 +12,7 @@ use FastFile ();
 # A filehandle for code that wants one: a glob tied to this writer.
 sub fh {
     my ($self) = @_;
-    require Symbol;
-    my $fh = Symbol::gensym();
+    my $fh = \do { local *FH };    # a new glob: no module to load (no fd needed)
     tie *$fh, __PACKAGE__, $self;
     return $fh;
 }
