@@ -586,7 +586,12 @@ The streaming form of L</file_set_contents>: the same as
 C<< FastFile::Writer->new($filename, \%options) >>, see L<FastFile::Writer>.
 Data goes to a C buffer (1 MiB by default) that is written with one
 C<write(2)> each time it fills; C<commit> publishes the file, and a writer
-destroyed without C<commit> removes its temporary file. Exported on request.
+destroyed without C<commit> removes its temporary file. A relative
+C<$filename> names a file in the working directory of this call, whatever
+C<chdir> comes before C<commit>. It loads L<FastFile::Writer>'s Perl part
+when first called; with no file descriptor left for that (C<EMFILE>) it
+fails as C<new> does, naming the temporary file, with C<$!> set. Exported
+on request.
 
 =head2 file_set_contents_many
 

@@ -127,6 +127,14 @@ C<buffer_size>.
 
 C<if_changed> croaks: a stream cannot be compared before it is complete.
 
+A relative C<$filename> names a file in the working directory of C<new>: the
+writer holds that directory open (an C<O_PATH> descriptor, from C<new> to the
+writer's end) and commits, aborts and cleans up there, whatever C<chdir>
+comes in between -- from the script, or from code a call runs (a signal
+handler, an overloaded or tied argument, a C<DESTROY>). Such a writer uses
+two descriptors, the temp file's and the directory's (an absolute name:
+one), and one C<open> and C<close> more.
+
 =head2 print
 
   $w->print(LIST);
@@ -209,8 +217,10 @@ what causes it, then what to do.
 =item C<unable to open file 'E<lt>tmpE<gt>' - E<lt>$!E<gt>>
 
 From L</new>: the temporary file could not be created (the directory is
-missing, not writable, or read-only). Create the directory (or pass
-C<< mkdir => 1 >>) and make it writable. The other texts of a failed creation
+missing, not writable, or read-only), or with a relative name its directory
+could not be held (C<EMFILE>: no descriptor left for it). Create the
+directory (or pass C<< mkdir => 1 >>) and make it writable; close files
+(or raise C<ulimit -n>) for C<EMFILE>. The other texts of a failed creation
 (C<mkdir>, C<follow_symlinks>) are those of C<file_set_contents>, with the
 same remedies; C<preserve>'s C<unable to set owner/mode> texts come from
 L</commit>.
