@@ -1117,6 +1117,12 @@ int ff_atomic_hold_cwd(struct ff_atomic *a)
     return 0;
 }
 
+void ff_atomic_close_cwd(struct ff_atomic *a)
+{
+    a->opt.cwd_held = 0;
+    ff_close_read(a->dirfd);
+}
+
 void ff_atomic_note_temp(struct ff_atomic *a, int dirfd, const char *name)
 {
     struct stat st;

@@ -195,13 +195,11 @@ int ff_atomic_hold_cwd(struct ff_atomic *a);
 
 /* Close the directory held, after the last discard (which may still need
  * it to remove the temp). Safe to call again, or with none held. */
-void ff_close_read(int fd);
+void ff_atomic_close_cwd(struct ff_atomic *a);
 static inline void ff_atomic_release_cwd(struct ff_atomic *a)
 {
-    if (a->opt.cwd_held) {
-        a->opt.cwd_held = 0;
-        ff_close_read(a->dirfd);
-    }
+    if (a->opt.cwd_held)
+        ff_atomic_close_cwd(a);
 }
 
 /* Close and unlink whatever is still ours and free the paths and what a

@@ -297,10 +297,11 @@ PERL
     unlink glob("$made/*");
 
     # global destruction, after a chdir
-    chdir $made or die "chdir: $!";
-    my ($status) = run_perl('our $w = FastFile::Writer->new("rel"); $w->print("x"); -e "rel.tmp.$$" or exit 7;'
-                            . 'chdir $ARGV[0] or exit 8; exit 3', switches => ['-MFastFile::Writer'], args => [$moved]);
-    chdir $cwd or die "chdir: $!";
+    # (the child chdirs itself: inc_args makes @INC's relative entries
+    # absolute from the working directory)
+    my ($status) = run_perl('chdir $ARGV[0] or exit 6; our $w = FastFile::Writer->new("rel"); $w->print("x");'
+                            . '-e "rel.tmp.$$" or exit 7; chdir $ARGV[1] or exit 8; exit 3',
+                            switches => ['-MFastFile::Writer'], args => [$made, $moved]);
     is($status >> 8, 3, 'a global writer, chdir, exit');
     is_deeply($leftovers->(), [], '... the temp removed in global destruction');
 
