@@ -312,52 +312,55 @@ PERL
 # called, and with no fd left that said "Can't locate FastFile/Writer.pm"
 # (and $w->fh, Symbol.pm): now it fails as the writer's new fails, naming
 # the temp, with $! EMFILE, and works where fds allow (one for a temp; two
-# for a relative name's, which holds its directory). A child perl under
-# ulimit -n 32 opens /dev/null until EMFILE, then frees $free of them.
+# for a relative name's, which holds its directory). One child perl under
+# ulimit -n 32 opens /dev/null until EMFILE, then writes "abs$free" and
+# "rel$free" with 0, 1 and 2 of them closed.
 {
     my $dir = tempdir();
     my $code = <<'PERL';
 use Errno ();
 use FastFile ();
-my ($dir, $free) = @ARGV;
+my ($dir) = @ARGV;
 chdir $dir or die "chdir: $!\n";
 my @held;
 while (open my $h, '<', '/dev/null') { push @held, $h }
 $!{EMFILE} or die "open: $!\n";
-splice @held, 0, $free;
 print "pid $$\n";
-for my $name ("$dir/abs", 'rel') {
-    my $w = eval { FastFile::atomic_writer($name) };
-    my $errno = $! + 0;
-    if (!$w) {
-        print "$name: errno $errno: $@";
-        next;
+for my $free (0, 1, 2) {
+    splice @held, 0, 1 if $free;
+    for my $name ("$dir/abs$free", "rel$free") {
+        my $w = eval { FastFile::atomic_writer($name) };
+        my $errno = $! + 0;
+        if (!$w) {
+            print "$name: errno $errno: $@";
+            next;
+        }
+        my $fh = eval { $w->fh } or print "$name: fh: $@";
+        print {$fh} "new\n" if $fh;
+        $w->commit;
+        print "$name: written\n";
     }
-    my $fh = eval { $w->fh } or print "$name: fh: $@";
-    print {$fh} "new\n" if $fh;
-    $w->commit;
-    print "$name: written\n";
 }
 PERL
-    my %want = (0 => [ "abs: errno 24: unable to open file 'abs.tmp.PID' - " . errno_text(24) . "\n",
-                       "rel: errno 24: unable to open file 'rel.tmp.PID' - " . errno_text(24) . "\n" ],
-                1 => [ "abs: written\n", "rel: errno 24: unable to open file 'rel.tmp.PID' - " . errno_text(24) . "\n" ],
-                2 => [ "abs: written\n", "rel: written\n" ]);
-    for my $free (0, 1, 2) {
-        spew("$dir/$_", "old\n") for qw(abs rel);
-        my ($status, $out) = run_perl($code, args => [$dir, $free], ulimit_n => 32);
-        my ($pid) = $out =~ /^pid (\d+)$/m;
-        $out =~ s/^pid \d+\n//m;
-        $out =~ s/\Q$dir\E\///g;
-        $out =~ s/\.tmp\.\Q$pid\E/.tmp.PID/g if $pid;
-        is($status, 0, "fds exhausted, $free free: atomic_writer") or diag $out;
-        is($out, join('', @{ $want{$free} }), "... fails as new fails, or works");
-        for my $name (qw(abs rel)) {
-            my $written = grep { /^$name: written/ } @{ $want{$free} };
-            is(slurp("$dir/$name"), $written ? "new\n" : "old\n", "... $name: " . ($written ? 'written' : 'untouched'));
-        }
-        is_deeply([temps_in($dir)], [], '... no temp left');
+    my $emfile = sub { "$_[0]: errno 24: unable to open file '$_[0].tmp.PID' - " . errno_text(24) . "\n" };
+    my %written = map { ($_ => 1) } qw(abs1 abs2 rel2);
+    spew("$dir/$_", "old\n") for map { ("abs$_", "rel$_") } 0 .. 2;
+    my ($status, $out) = run_perl($code, args => [$dir], ulimit_n => 32);
+    my ($pid) = $out =~ /^pid (\d+)$/m;
+    $out =~ s/^pid \d+\n//m;
+    $out =~ s/\Q$dir\E\///g;
+    $out =~ s/\.tmp\.\Q$pid\E/.tmp.PID/g if $pid;
+    is($status, 0, 'fds exhausted: atomic_writer') or diag $out;
+    my @lines = split /^/, $out;
+    for my $name (map { ("abs$_", "rel$_") } 0 .. 2) {
+        my $free = substr $name, -1;
+        my $want = $written{$name} ? "$name: written\n" : $emfile->($name);
+        is(shift(@lines), $want, "... $free fds free, " . ($name =~ /^rel/ ? 'relative' : 'absolute') . ' name: '
+                                 . ($written{$name} ? 'written' : 'the temp\'s open fails, EMFILE'));
+        is(slurp("$dir/$name"), $written{$name} ? "new\n" : "old\n", '... ' . ($written{$name} ? 'new' : 'old') . ' contents');
     }
+    is_deeply(\@lines, [], '... nothing more said');
+    is_deeply([temps_in($dir)], [], '... no temp left');
 }
 
 # a signal handler that chdirs while the writer waits in write(2), in print
