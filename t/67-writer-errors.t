@@ -341,6 +341,17 @@ for my $free (0, 1, 2) {
         print "$name: written\n";
     }
 }
+# the handle's own errors with no fd left: they load nothing (Carp was
+# loaded on demand: "Can't locate Carp.pm")
+my $w = FastFile::atomic_writer("$dir/handle");
+my $fh = $w->fh;
+while (open my $h, '<', '/dev/null') { push @held, $h }
+for my $call ([ binmode => sub { binmode $fh, ':utf8' } ], [ seek => sub { seek $fh, 0, 0 } ]) {
+    my $line = __LINE__ - 1;
+    eval { $call->[1]->() };
+    print "$call->[0]: ", $@ =~ s/ at -e line \Q$line\E\.\n\z/ at the caller's line.\n/r;
+}
+$w->abort;
 PERL
     my $emfile = sub { "$_[0]: errno 24: unable to open file '$_[0].tmp.PID' - " . errno_text(24) . "\n" };
     my %written = map { ($_ => 1) } qw(abs1 abs2 rel2);
@@ -359,6 +370,10 @@ PERL
                                  . ($written{$name} ? 'written' : 'the temp\'s open fails, EMFILE'));
         is(slurp("$dir/$name"), $written{$name} ? "new\n" : "old\n", '... ' . ($written{$name} ? 'new' : 'old') . ' contents');
     }
+    is(join('', splice @lines, 0, 4),
+       "binmode: FastFile::Writer: layer ':utf8' is not supported: use the utf8 option\n at the caller's line.\n"
+       . "seek: FastFile::Writer: seek is not supported on a writer handle\n at the caller's line.\n",
+       '... no fd left: the handle\'s binmode and seek croak with their own texts, at the caller\'s line');
     is_deeply(\@lines, [], '... nothing more said');
     is_deeply([temps_in($dir)], [], '... no temp left');
 }

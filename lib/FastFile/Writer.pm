@@ -44,9 +44,17 @@ for my $method (qw(OPEN READ READLINE GETC EOF SEEK TELL)) {
     *$method = sub { _croak(lc($method) . ' is not supported on a writer handle') };
 }
 
+# Carp's croak where Carp is loaded or can be; with no fd left to load it
+# (EMFILE) the same text by hand, at the first caller outside this
+# package: an error never depends on opening a file.
 sub _croak {
-    require Carp;
-    Carp::croak(__PACKAGE__ . ": $_[0]\n");
+    my $msg = __PACKAGE__ . ": $_[0]\n";
+    Carp::croak($msg) if $INC{'Carp.pm'} || eval { local $SIG{__DIE__}; require Carp };
+    my $level = 1;
+    $level++ while (caller $level)[0] && (caller $level)[0] eq __PACKAGE__;
+    my (undef, $file, $line) = caller $level;
+    my $tid = defined &threads::tid ? threads->tid : 0;
+    die $file ? "$msg at $file line $line" . ($tid ? " thread $tid" : '') . ".\n" : $msg;
 }
 
 1;
