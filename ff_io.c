@@ -55,6 +55,7 @@ int ff_atomic_init(struct ff_atomic *a, const char *path, const struct ff_option
     memset(a, 0, sizeof *a);
     a->fd = -1;
     a->step_fd = -1;
+    a->dirfd = AT_FDCWD;
     a->opt = *opt;
     a->intr = intr;
     a->target = strdup(path);
@@ -74,6 +75,7 @@ void ff_atomic_init_lent(struct ff_atomic *a, const char *path, size_t path_len,
     memset(a, 0, offsetof(struct ff_atomic, old));     /* old: only read with have_old */
     a->fd = -1;
     a->step_fd = -1;
+    a->dirfd = AT_FDCWD;
     a->opt = *opt;
     a->intr = intr;
     a->target = (char *)path;      /* only read, never written through */
@@ -352,7 +354,26 @@ int ff_open_excl(int dirfd, const char *name, mode_t mode, int *fd,
 
 static int open_temp(struct ff_atomic *a, int *fd)
 {
-    return ff_open_excl(AT_FDCWD, a->temp, ff_temp_mode(a, a->opt.preserve), fd, a->intr);
+    return ff_open_excl(a->dirfd, a->temp, ff_temp_mode(a, a->opt.preserve), fd, a->intr);
+}
+
+/* opt.hold_cwd, a relative target: the working directory held (O_PATH) in
+ * a->dirfd before the temp is made in it, so the temp, its rename and its
+ * removal are in one directory whatever chdir comes (another thread's, or
+ * user code's between the writer's calls). 0 also when a build without
+ * O_PATH may not read the directory (EACCES: not held). */
+static int hold_cwd(struct ff_atomic *a)
+{
+    int fd, err;
+
+    if (a->opt.cwd_held || a->target[0] == '/')
+        return 0;
+    FF_SYSCALL(err, NULL, fd = open(".", FF_O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (err)
+        return !FF_HAVE_O_PATH && err == EACCES ? 0 : err;
+    a->dirfd = fd;
+    a->opt.cwd_held = 1;
+    return 0;
 }
 
 /* 64 random bits for a temp suffix; only needed after a name collision, so
@@ -555,7 +576,9 @@ int ff_atomic_create_named(struct ff_atomic *a, long pid, const char *suffix, si
     memcpy(a->temp + len, suffix, suffix_len + 1);
     a->pid = pid;
 
-    a->step = FF_STEP_OPEN;
+    a->step = FF_STEP_OPEN;     /* (a hold that fails EMFILE: as the temp's open) */
+    if (a->opt.hold_cwd && (err = hold_cwd(a)))
+        return err;
     err = create_temp(a, len + suffix_len);
     /* costs nothing while the directory exists; a target that ends in "/"
      * (a symlink to "x/") names a directory, never the file: no directory
@@ -563,7 +586,7 @@ int ff_atomic_create_named(struct ff_atomic *a, long pid, const char *suffix, si
     if (err == ENOENT && a->opt.mkdir && a->target[len - 1] != '/') {
         a->step = FF_STEP_MKDIR;
         a->step_mem = dir_of(a->target);
-        err = a->step_mem ? ff_mkdir_p(a->step_mem, &a->dirs_made, a->intr) : ENOMEM;
+        err = a->step_mem ? ff_mkdir_p_at(a->dirfd, a->step_mem, &a->dirs_made, a->intr) : ENOMEM;
         release_step(a);
         if (err)
             return err;
@@ -1051,7 +1074,7 @@ int ff_atomic_commit(struct ff_atomic *a)
 
 int ff_atomic_commit_held(struct ff_atomic *a)
 {
-    return commit_in(a, a->opt.cwd_held ? a->dirfd : AT_FDCWD);
+    return commit_in(a, a->dirfd);
 }
 
 void ff_atomic_remove_temp(struct ff_atomic *a)
@@ -1065,7 +1088,7 @@ void ff_atomic_remove_temp(struct ff_atomic *a)
     /* no callback: this runs while perl unwinds, or is about to, where no
      * handler may run; EINTR (FUSE, NFS) is still retried, bounded */
     if (a->created) {
-        int dirfd = a->opt.cwd_held ? a->dirfd : AT_FDCWD;
+        int dirfd = a->dirfd;
 
         if (ff_atomic_temp_ours(a, dirfd, a->temp) == 0)
             FF_SYSCALL(err, NULL, dirfd == AT_FDCWD ? unlink(a->temp) : unlinkat(dirfd, a->temp, 0));
@@ -1103,24 +1126,11 @@ void ff_atomic_forget(struct ff_atomic *a)
     a->created = 0;
 }
 
-int ff_atomic_hold_cwd(struct ff_atomic *a)
-{
-    int fd, err;
-
-    if (a->opt.cwd_held || !a->temp || a->temp[0] == '/')
-        return 0;
-    FF_SYSCALL(err, NULL, fd = open(".", FF_O_PATH | O_DIRECTORY | O_CLOEXEC));
-    if (err)
-        return !FF_HAVE_O_PATH && err == EACCES ? 0 : err;
-    a->dirfd = fd;
-    a->opt.cwd_held = 1;
-    return 0;
-}
-
 void ff_atomic_close_cwd(struct ff_atomic *a)
 {
     a->opt.cwd_held = 0;
     ff_close_read(a->dirfd);
+    a->dirfd = AT_FDCWD;
 }
 
 void ff_atomic_note_temp(struct ff_atomic *a, int dirfd, const char *name)

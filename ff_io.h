@@ -64,8 +64,12 @@ struct ff_options {
     unsigned mkdir : 1;          /* create missing parent directories */
     unsigned follow_symlinks : 1;/* replace the file a symlink points to */
     unsigned noclobber : 1;      /* fail if the target exists */
-    /* not an option: set by ff_atomic_hold_cwd, a->dirfd holds the
-     * working directory (0 from the caller) */
+    /* not a user's option: a relative temp is made, renamed and removed
+     * in the working directory of the call, held (the writer's, which
+     * user code can reach between its calls) */
+    unsigned hold_cwd : 1;
+    /* not an option: set where hold_cwd held the working directory in
+     * a->dirfd (0 from the caller) */
     unsigned cwd_held : 1;
 };
 
@@ -118,11 +122,13 @@ struct ff_atomic {
      * replace the temp by name, so the rename, and the cleanup's unlink,
      * first check the name still is this file (ff_atomic_temp_ours). */
     int have_id;
-    /* The writer's relative temp: the working directory it was made in,
-     * held open (ff_atomic_hold_cwd) so that user code's chdir cannot move
-     * its rename or removal; read only with opt.cwd_held (in have_id's
-     * padding: init's memset is no longer). The owner closes it after the
-     * last discard (ff_atomic_release_cwd). */
+    /* Where the temp is made, renamed and removed: AT_FDCWD (set by
+     * init), or with opt.cwd_held the working directory held open
+     * (opt.hold_cwd: the writer's relative temp) from before the temp is
+     * made, so that no chdir, user code's or another thread's, moves its
+     * creation, rename or removal (in have_id's padding: init's memset is
+     * no longer). The owner closes it after the last discard
+     * (ff_atomic_release_cwd). */
     int dirfd;
     dev_t id_dev;
     ino_t id_ino;
@@ -181,17 +187,9 @@ size_t ff_temp_suffix(char *out, long pid);
  * directory fsync (fsync). Relative names from the working directory of
  * the call. */
 int ff_atomic_commit(struct ff_atomic *a);
-/* The same, relative names from the directory held (ff_atomic_hold_cwd, or
- * the working directory of the call where none is): the writer's. */
+/* The same, relative names from the directory held (opt.hold_cwd, or the
+ * working directory of the call where none is): the writer's. */
 int ff_atomic_commit_held(struct ff_atomic *a);
-
-/* A relative temp, just made: the working directory held (O_PATH) in
- * a->dirfd, so that its commit and its removal happen there whatever
- * chdir comes (the writer, between new and commit). Call it right after
- * ff_atomic_create, before user code may run (no chdir since the temp was
- * made). 0 for an absolute temp (nothing held), or when a build without
- * O_PATH may not read the directory (EACCES: not held). */
-int ff_atomic_hold_cwd(struct ff_atomic *a);
 
 /* Close the directory held, after the last discard (which may still need
  * it to remove the temp). Safe to call again, or with none held. */

@@ -330,7 +330,6 @@ SV *ffxs_writer_new(pTHX_ HV *own, SV *klass, SV *filename, SV *opts)
     char *block, suffix[FF_PID_SUFFIX_MAX];
     bool force_utf8 = FALSE;
     size_t size = FF_WRITER_DEFAULT_SIZE, first_cap, suffix_len;
-    int err;
     /* a scope of its own, without ENTER (no local() is made here) */
     const I32 saved_ix = PL_savestack_ix;
 
@@ -366,6 +365,12 @@ SV *ffxs_writer_new(pTHX_ HV *own, SV *klass, SV *filename, SV *opts)
     }
     path = path_arg(filename, FF_WRITER_CLASS "->new");
     writer_options(opts, &opt, &force_utf8, &size);
+    /* A relative name means the working directory of new: user code
+     * (between the calls, or run by one: a signal handler, an overload, a
+     * DESTROY; another thread) may chdir before the commit or the cleanup,
+     * which then rename or remove there, in the directory held from
+     * before the temp is made. */
+    opt.hold_cwd = 1;
 
     /* One block for all the writer keeps: the struct, the temp's name
      * (FF_TEMP_BUF, as start_write's lent mode takes it: a temp too long
@@ -397,14 +402,6 @@ SV *ffxs_writer_new(pTHX_ HV *own, SV *klass, SV *filename, SV *opts)
 
         start_write(&w->a, &wpath, &opt, &w->intr, w->pid, FF_WRITER_CLASS "->new", NULL, 0,
                     NULL, 0, block + sizeof(struct ff_writer), suffix, suffix_len);
-    }
-    /* A relative name means the working directory of new: user code
-     * (between the calls, or run by one: a signal handler, an overload, a
-     * DESTROY) may chdir before the commit or the cleanup, which then
-     * rename or remove there, in the directory held. */
-    if (w->a.temp[0] != '/' && (err = ff_atomic_hold_cwd(&w->a))) {
-        w->a.step = FF_STEP_OPEN;       /* (EMFILE: as the temp's own open would fail) */
-        croak_step(&w->a, err, path);
     }
     /* any code may run before commit: it checks the temp is still this
      * file (one fstat here, one fstatat there) */

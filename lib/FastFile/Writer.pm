@@ -136,10 +136,11 @@ C<buffer_size>.
 C<if_changed> croaks: a stream cannot be compared before it is complete.
 
 A relative C<$filename> names a file in the working directory of C<new>: the
-writer holds that directory open (an C<O_PATH> descriptor, from C<new> to the
-writer's end) and commits, aborts and cleans up there, whatever C<chdir>
-comes in between -- from the script, or from code a call runs (a signal
-handler, an overloaded or tied argument, a C<DESTROY>). Such a writer uses
+writer holds that directory open (an C<O_PATH> descriptor, from before C<new>
+makes the temporary file to the writer's end) and makes the temporary file,
+commits, aborts and cleans up there, whatever C<chdir> comes in between --
+from the script, from code a call runs (a signal handler, an overloaded or
+tied argument, a C<DESTROY>), or from another thread. Such a writer uses
 two descriptors, the temp file's and the directory's (an absolute name:
 one), and one C<open> and C<close> more.
 
