@@ -357,11 +357,63 @@ static int open_temp(struct ff_atomic *a, int *fd)
     return ff_open_excl(a->dirfd, a->temp, ff_temp_mode(a, a->opt.preserve), fd, a->intr);
 }
 
+/* The target's and the temp's names made absolute: the working
+ * directory's name (getcwd) before them. For a directory a build without
+ * O_PATH cannot hold (open needs read permission). */
+static int absolute_names(struct ff_atomic *a)
+{
+    size_t size = 256, cwd_len, temp_len = strlen(a->temp);
+    char *cwd = NULL, *target, *temp;
+
+    for (;;) {
+        char *bigger = realloc(cwd, size);
+
+        if (!bigger) {
+            free(cwd);
+            return ENOMEM;
+        }
+        cwd = bigger;
+        if (getcwd(cwd, size))
+            break;
+        if (errno != ERANGE) {
+            int err = errno;
+
+            free(cwd);
+            return err;
+        }
+        size *= 2;
+    }
+    cwd_len = strcmp(cwd, "/") == 0 ? 0 : strlen(cwd);      /* "/x", not "//x" */
+    target = malloc(cwd_len + 1 + a->target_len + 1);
+    /* the room the temp had for a random suffix (ff_temp_random_name) */
+    temp = malloc(cwd_len + 1 + a->target_len + FF_TEMP_EXTRA);
+    if (!target || !temp) {
+        free(cwd);
+        free(target);
+        free(temp);
+        return ENOMEM;
+    }
+    memcpy(target, cwd, cwd_len);
+    target[cwd_len] = '/';
+    memcpy(target + cwd_len + 1, a->target, a->target_len);
+    target[cwd_len + 1 + a->target_len] = '\0';
+    memcpy(temp, cwd, cwd_len);
+    temp[cwd_len] = '/';
+    memcpy(temp + cwd_len + 1, a->temp, temp_len + 1);
+    free(cwd);
+    if (a->temp != a->temp_buf)
+        free(a->temp);
+    a->temp = temp;
+    replace_target(a, target);
+    return 0;
+}
+
 /* opt.hold_cwd, a relative target: the working directory held (O_PATH) in
  * a->dirfd before the temp is made in it, so the temp, its rename and its
  * removal are in one directory whatever chdir comes (another thread's, or
- * user code's between the writer's calls). 0 also when a build without
- * O_PATH may not read the directory (EACCES: not held). */
+ * user code's between the writer's calls). A build without O_PATH that may
+ * not read the directory (EACCES) makes the names absolute instead (a
+ * chdir cannot move them; a rename of the directory can). */
 static int hold_cwd(struct ff_atomic *a)
 {
     int fd, err;
@@ -370,7 +422,7 @@ static int hold_cwd(struct ff_atomic *a)
         return 0;
     FF_SYSCALL(err, NULL, fd = open(".", FF_O_PATH | O_DIRECTORY | O_CLOEXEC));
     if (err)
-        return !FF_HAVE_O_PATH && err == EACCES ? 0 : err;
+        return !FF_HAVE_O_PATH && err == EACCES ? absolute_names(a) : err;
     a->dirfd = fd;
     a->opt.cwd_held = 1;
     return 0;
@@ -577,8 +629,11 @@ int ff_atomic_create_named(struct ff_atomic *a, long pid, const char *suffix, si
     a->pid = pid;
 
     a->step = FF_STEP_OPEN;     /* (a hold that fails EMFILE: as the temp's open) */
-    if (a->opt.hold_cwd && (err = hold_cwd(a)))
-        return err;
+    if (a->opt.hold_cwd) {
+        if ((err = hold_cwd(a)))
+            return err;
+        len = a->target_len;    /* (absolute now, where it could not be held) */
+    }
     err = create_temp(a, len + suffix_len);
     /* costs nothing while the directory exists; a target that ends in "/"
      * (a symlink to "x/") names a directory, never the file: no directory

@@ -15,7 +15,7 @@ use POSIX ();
 
 use FastFile::Writer;
 use lib 't/lib';
-use FFTest qw(tempdir slurp spew temps_in errno_text run_perl no_warnings strace_why strace_call
+use FFTest qw(tempdir slurp spew temps_in errno_text run_perl in_child no_warnings strace_why strace_call
               calls_named);
 
 POSIX::setlocale(POSIX::LC_ALL(), 'C');
@@ -306,6 +306,33 @@ PERL
     is_deeply($leftovers->(), [], '... the temp removed in global destruction');
 
     is(open_fds(), $fds, 'no fd left (the directories held are closed)');
+}
+
+# A relative name in a directory the writer may search and write but not
+# read (0311): a build without O_PATH (FF_PORTABLE) cannot open it to hold
+# it, and held nothing: a chdir made commit fail ESTALE and left the temp.
+# It now keeps the directory's name (getcwd) instead. As "nobody" when root
+# (root reads any directory).
+SKIP: {
+    my @user = $> == 0 ? (getpwnam('nobody'))[2, 3] : ();
+    skip 'running as root and there is no user "nobody"', 3 if $> == 0 && !@user;
+    my $dir = tempdir();
+    my ($unreadable, $moved) = ("$dir/unreadable", "$dir/moved");
+    mkdir $_ or die "mkdir $_: $!" for $unreadable, $moved;
+    chown @user, $dir, $unreadable, $moved or die "chown: $!" if @user;
+    chmod 0311, $unreadable or die "chmod: $!";
+    my $out = in_child(sub {
+        chdir $unreadable or die "chdir: $!\n";
+        my $w = FastFile::Writer->new('x');
+        $w->print("new\n");
+        chdir $moved or die "chdir: $!\n";
+        $w->commit;
+        'committed';
+    }, @user);
+    chmod 0755, $unreadable;
+    is($out, 'ok committed', 'a relative name in an unreadable directory, chdir: committed');
+    is(slurp("$unreadable/x"), "new\n", '... in the directory of new');
+    is_deeply([ temps_in($unreadable), glob("$moved/*") ], [], '... no temp left');
 }
 
 # Out of fds (EMFILE): atomic_writer loads FastFile/Writer.pm when first
