@@ -55,6 +55,7 @@ int ff_atomic_init(struct ff_atomic *a, const char *path, const struct ff_option
     memset(a, 0, sizeof *a);
     a->fd = -1;
     a->step_fd = -1;
+    a->dirfd = AT_FDCWD;
     a->opt = *opt;
     a->intr = intr;
     a->target = strdup(path);
@@ -74,6 +75,7 @@ void ff_atomic_init_lent(struct ff_atomic *a, const char *path, size_t path_len,
     memset(a, 0, offsetof(struct ff_atomic, old));     /* old: only read with have_old */
     a->fd = -1;
     a->step_fd = -1;
+    a->dirfd = AT_FDCWD;
     a->opt = *opt;
     a->intr = intr;
     a->target = (char *)path;      /* only read, never written through */
@@ -352,7 +354,78 @@ int ff_open_excl(int dirfd, const char *name, mode_t mode, int *fd,
 
 static int open_temp(struct ff_atomic *a, int *fd)
 {
-    return ff_open_excl(AT_FDCWD, a->temp, ff_temp_mode(a, a->opt.preserve), fd, a->intr);
+    return ff_open_excl(a->dirfd, a->temp, ff_temp_mode(a, a->opt.preserve), fd, a->intr);
+}
+
+/* The target's and the temp's names made absolute: the working
+ * directory's name (getcwd) before them. For a directory a build without
+ * O_PATH cannot hold (open needs read permission). */
+static int absolute_names(struct ff_atomic *a)
+{
+    size_t size = 256, cwd_len, temp_len = strlen(a->temp);
+    char *cwd = NULL, *target, *temp;
+
+    for (;;) {
+        char *bigger = realloc(cwd, size);
+
+        if (!bigger) {
+            free(cwd);
+            return ENOMEM;
+        }
+        cwd = bigger;
+        if (getcwd(cwd, size))
+            break;
+        if (errno != ERANGE) {
+            int err = errno;
+
+            free(cwd);
+            return err;
+        }
+        size *= 2;
+    }
+    cwd_len = strcmp(cwd, "/") == 0 ? 0 : strlen(cwd);      /* "/x", not "//x" */
+    target = malloc(cwd_len + 1 + a->target_len + 1);
+    /* the room the temp had for a random suffix (ff_temp_random_name) */
+    temp = malloc(cwd_len + 1 + a->target_len + FF_TEMP_EXTRA);
+    if (!target || !temp) {
+        free(cwd);
+        free(target);
+        free(temp);
+        return ENOMEM;
+    }
+    memcpy(target, cwd, cwd_len);
+    target[cwd_len] = '/';
+    memcpy(target + cwd_len + 1, a->target, a->target_len);
+    target[cwd_len + 1 + a->target_len] = '\0';
+    memcpy(temp, cwd, cwd_len);
+    temp[cwd_len] = '/';
+    memcpy(temp + cwd_len + 1, a->temp, temp_len + 1);
+    free(cwd);
+    if (a->temp != a->temp_buf)
+        free(a->temp);
+    a->temp = temp;
+    replace_target(a, target);
+    return 0;
+}
+
+/* opt.hold_cwd, a relative target: the working directory held (O_PATH) in
+ * a->dirfd before the temp is made in it, so the temp, its rename and its
+ * removal are in one directory whatever chdir comes (another thread's, or
+ * user code's between the writer's calls). A build without O_PATH that may
+ * not read the directory (EACCES) makes the names absolute instead (a
+ * chdir cannot move them; a rename of the directory can). */
+static int hold_cwd(struct ff_atomic *a)
+{
+    int fd, err;
+
+    if (a->opt.cwd_held || a->target[0] == '/')
+        return 0;
+    FF_SYSCALL(err, NULL, fd = open(".", FF_O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (err)
+        return !FF_HAVE_O_PATH && err == EACCES ? absolute_names(a) : err;
+    a->dirfd = fd;
+    a->opt.cwd_held = 1;
+    return 0;
 }
 
 /* 64 random bits for a temp suffix; only needed after a name collision, so
@@ -555,7 +628,12 @@ int ff_atomic_create_named(struct ff_atomic *a, long pid, const char *suffix, si
     memcpy(a->temp + len, suffix, suffix_len + 1);
     a->pid = pid;
 
-    a->step = FF_STEP_OPEN;
+    a->step = FF_STEP_OPEN;     /* (a hold that fails EMFILE: as the temp's open) */
+    if (a->opt.hold_cwd) {
+        if ((err = hold_cwd(a)))
+            return err;
+        len = a->target_len;    /* (absolute now, where it could not be held) */
+    }
     err = create_temp(a, len + suffix_len);
     /* costs nothing while the directory exists; a target that ends in "/"
      * (a symlink to "x/") names a directory, never the file: no directory
@@ -563,7 +641,7 @@ int ff_atomic_create_named(struct ff_atomic *a, long pid, const char *suffix, si
     if (err == ENOENT && a->opt.mkdir && a->target[len - 1] != '/') {
         a->step = FF_STEP_MKDIR;
         a->step_mem = dir_of(a->target);
-        err = a->step_mem ? ff_mkdir_p(a->step_mem, &a->dirs_made, a->intr) : ENOMEM;
+        err = a->step_mem ? ff_mkdir_p_at(a->dirfd, a->step_mem, &a->dirs_made, a->intr) : ENOMEM;
         release_step(a);
         if (err)
             return err;
@@ -894,9 +972,20 @@ int ff_noclobber_renameat(struct ff_atomic *a, int dirfd, const char *from, cons
     return link_then_unlink(a, dirfd, from, to, unsupported, intr);
 }
 
-static int rename_noreplace(struct ff_atomic *a)
+/* The commit and its steps below take dirfd, where relative names are
+ * looked up: its code is made twice, for the working directory of the call
+ * (ff_atomic_commit: AT_FDCWD, a constant, so the single call's code is
+ * what it was, one rename(2), nothing tested) and for a held directory
+ * (ff_atomic_commit_held, the writer's). */
+#if defined(__GNUC__)
+#define FF_INLINE_ALWAYS static inline __attribute__((always_inline))
+#else
+#define FF_INLINE_ALWAYS static inline
+#endif
+
+static int rename_noreplace(struct ff_atomic *a, int dirfd)
 {
-    int unsupported, err = ff_noclobber_renameat(a, AT_FDCWD, a->temp, a->target, &unsupported,
+    int unsupported, err = ff_noclobber_renameat(a, dirfd, a->temp, a->target, &unsupported,
                                                  a->intr);
 
     if (unsupported)
@@ -918,12 +1007,13 @@ static void cut_to_parent(char *dir)
         slash[slash == dir] = '\0';     /* keep the root's own "/" */
 }
 
-/* open and fsync the directory dir; the fd is in *fd meanwhile. */
-static int sync_one_dir(const char *dir, int *fd, const struct ff_eintr *intr)
+/* open (relative to dirfd) and fsync the directory dir; the fd is in *fd
+ * meanwhile. */
+static int sync_one_dir(int dirfd, const char *dir, int *fd, const struct ff_eintr *intr)
 {
     int err;
 
-    FF_SYSCALL(err, intr, *fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    FF_SYSCALL(err, intr, *fd = openat(dirfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (err)
         return err;
     FF_SYSCALL(err, intr, fsync(*fd));
@@ -932,50 +1022,58 @@ static int sync_one_dir(const char *dir, int *fd, const struct ff_eintr *intr)
     return err == EINVAL || err == ENOSYS ? 0 : err;    /* cannot sync: not an error */
 }
 
-int ff_sync_parents(char *dir, int levels, int *fd, const struct ff_eintr *intr)
+static int sync_parents_at(int dirfd, char *dir, int levels, int *fd, const struct ff_eintr *intr)
 {
     int err = 0;
 
     while (levels-- > 0 && !err) {
         cut_to_parent(dir);
-        err = sync_one_dir(dir, fd, intr);
+        err = sync_one_dir(dirfd, dir, fd, intr);
     }
     return err;
 }
 
-/* fsync the target's directory, then, for each level mkdir made, the parent
- * that holds it: a new directory is only durable once its entry is. */
-static int sync_dirs(struct ff_atomic *a)
+int ff_sync_parents(char *dir, int levels, int *fd, const struct ff_eintr *intr)
+{
+    return sync_parents_at(AT_FDCWD, dir, levels, fd, intr);
+}
+
+/* fsync the target's directory (relative to dirfd), then, for each level
+ * mkdir made, the parent that holds it: a new directory is only durable
+ * once its entry is. */
+FF_INLINE_ALWAYS int sync_dirs(struct ff_atomic *a, int dirfd)
 {
     int err;
 
     a->step_mem = dir_of(a->target);
-    err = a->step_mem ? sync_one_dir(a->step_mem, &a->step_fd, a->intr) : ENOMEM;
+    err = a->step_mem ? sync_one_dir(dirfd, a->step_mem, &a->step_fd, a->intr) : ENOMEM;
     if (!err)
-        err = ff_sync_parents(a->step_mem, a->dirs_made, &a->step_fd, a->intr);
+        err = sync_parents_at(dirfd, a->step_mem, a->dirs_made, &a->step_fd, a->intr);
     release_step(a);
     return err;
 }
 
-/* rename(temp, target), EINTR retried: a handler that ran meanwhile (its
- * identity then noted) may have replaced the temp, which is checked again
- * before the retry. Without a handler run: one rename(2), nothing more. */
-static int rename_own(struct ff_atomic *a)
+/* rename(temp, target) (renameat in a held directory), EINTR retried: a
+ * handler that ran meanwhile (its identity then noted) may have replaced
+ * the temp, which is checked again before the retry. Without a handler
+ * run: one rename(2), nothing more. */
+FF_INLINE_ALWAYS int rename_own(struct ff_atomic *a, int dirfd)
 {
     unsigned spins = 0;
     int err;
 
     for (;;) {
-        err = rename(a->temp, a->target) < 0 ? errno : 0;
+        err = (dirfd == AT_FDCWD ? rename(a->temp, a->target)
+                                 : renameat(dirfd, a->temp, dirfd, a->target)) < 0 ? errno : 0;
         if (err != EINTR || !ff_retry_eintr(a->intr, &spins))
             return err;
-        if ((err = ff_atomic_temp_ours(a, AT_FDCWD, a->temp)))
+        if ((err = ff_atomic_temp_ours(a, dirfd, a->temp)))
             return err;
         a->step = FF_STEP_RENAME;
     }
 }
 
-int ff_atomic_commit(struct ff_atomic *a)
+FF_INLINE_ALWAYS int commit_in(struct ff_atomic *a, int dirfd)
 {
     int err;
 
@@ -1003,25 +1101,35 @@ int ff_atomic_commit(struct ff_atomic *a)
      * still the old one: an alarm handler that dies leaves it untouched. */
     interrupted(a->intr);
 
-    if ((err = ff_atomic_temp_ours(a, AT_FDCWD, a->temp)))
+    if ((err = ff_atomic_temp_ours(a, dirfd, a->temp)))
         return err;
     a->step = FF_STEP_RENAME;
     if (a->opt.noclobber)
-        err = rename_noreplace(a);
+        err = rename_noreplace(a, dirfd);
     else
-        err = rename_own(a);
+        err = rename_own(a, dirfd);
     if (err)
         return err;
     a->created = 0;
 
     if (a->opt.fsync) {
         a->step = FF_STEP_SYNC_DIR;
-        err = sync_dirs(a);
+        err = sync_dirs(a, dirfd);
         if (err)
             return err;
     }
     a->step = FF_STEP_NONE;
     return 0;
+}
+
+int ff_atomic_commit(struct ff_atomic *a)
+{
+    return commit_in(a, AT_FDCWD);
+}
+
+int ff_atomic_commit_held(struct ff_atomic *a)
+{
+    return commit_in(a, a->dirfd);
 }
 
 void ff_atomic_remove_temp(struct ff_atomic *a)
@@ -1034,8 +1142,12 @@ void ff_atomic_remove_temp(struct ff_atomic *a)
     }
     /* no callback: this runs while perl unwinds, or is about to, where no
      * handler may run; EINTR (FUSE, NFS) is still retried, bounded */
-    if (a->created && ff_atomic_temp_ours(a, AT_FDCWD, a->temp) == 0)
-        FF_SYSCALL(err, NULL, unlink(a->temp));
+    if (a->created) {
+        int dirfd = a->dirfd;
+
+        if (ff_atomic_temp_ours(a, dirfd, a->temp) == 0)
+            FF_SYSCALL(err, NULL, dirfd == AT_FDCWD ? unlink(a->temp) : unlinkat(dirfd, a->temp, 0));
+    }
     a->created = 0;
     errno = saved;
 }
@@ -1067,6 +1179,13 @@ void ff_atomic_discard(struct ff_atomic *a)
 void ff_atomic_forget(struct ff_atomic *a)
 {
     a->created = 0;
+}
+
+void ff_atomic_close_cwd(struct ff_atomic *a)
+{
+    a->opt.cwd_held = 0;
+    ff_close_read(a->dirfd);
+    a->dirfd = AT_FDCWD;
 }
 
 void ff_atomic_note_temp(struct ff_atomic *a, int dirfd, const char *name)

@@ -64,6 +64,13 @@ struct ff_options {
     unsigned mkdir : 1;          /* create missing parent directories */
     unsigned follow_symlinks : 1;/* replace the file a symlink points to */
     unsigned noclobber : 1;      /* fail if the target exists */
+    /* not a user's option: a relative temp is made, renamed and removed
+     * in the working directory of the call, held (the writer's, which
+     * user code can reach between its calls) */
+    unsigned hold_cwd : 1;
+    /* not an option: set where hold_cwd held the working directory in
+     * a->dirfd (0 from the caller) */
+    unsigned cwd_held : 1;
 };
 
 /* Which step failed: the glue words its message after it. */
@@ -115,6 +122,14 @@ struct ff_atomic {
      * replace the temp by name, so the rename, and the cleanup's unlink,
      * first check the name still is this file (ff_atomic_temp_ours). */
     int have_id;
+    /* Where the temp is made, renamed and removed: AT_FDCWD (set by
+     * init), or with opt.cwd_held the working directory held open
+     * (opt.hold_cwd: the writer's relative temp) from before the temp is
+     * made, so that no chdir, user code's or another thread's, moves its
+     * creation, rename or removal (in have_id's padding: init's memset is
+     * no longer). The owner closes it after the last discard
+     * (ff_atomic_release_cwd). */
+    int dirfd;
     dev_t id_dev;
     ino_t id_ino;
     struct stat old;   /* last: read only with have_old, so init leaves it as it is */
@@ -169,8 +184,21 @@ size_t ff_temp_suffix(char *out, long pid);
 
 /* The old file's owner and mode (preserve), fdatasync (fsync), close, the
  * intr callback (pending signal handlers), rename or no-clobber link,
- * directory fsync (fsync). */
+ * directory fsync (fsync). Relative names from the working directory of
+ * the call. */
 int ff_atomic_commit(struct ff_atomic *a);
+/* The same, relative names from the directory held (opt.hold_cwd, or the
+ * working directory of the call where none is): the writer's. */
+int ff_atomic_commit_held(struct ff_atomic *a);
+
+/* Close the directory held, after the last discard (which may still need
+ * it to remove the temp). Safe to call again, or with none held. */
+void ff_atomic_close_cwd(struct ff_atomic *a);
+static inline void ff_atomic_release_cwd(struct ff_atomic *a)
+{
+    if (a->opt.cwd_held)
+        ff_atomic_close_cwd(a);
+}
 
 /* Close and unlink whatever is still ours and free the paths and what a
  * step holds; keeps errno. Safe to call more than once. A forked child that

@@ -85,6 +85,14 @@ static void S_writer_own_process(pTHX_ const struct ff_writer *w)
 }
 #define writer_own_process(w) S_writer_own_process(aTHX_ w)
 
+/* The temp closed and removed (unless committed, or another process's),
+ * the paths freed, the working directory held for them closed. */
+static void S_writer_release(struct ff_writer *w)
+{
+    ff_atomic_discard(&w->a);
+    ff_atomic_release_cwd(&w->a);
+}
+
 /* w, ready for data. Call it inside a scope (ENTER .. LEAVE, or saved_ix ..
  * LEAVE_SCOPE): user code (magic, overloading, signal handlers) may drop
  * the last reference, so w is kept alive until that scope is left;
@@ -107,7 +115,7 @@ static void S_step_unwound(pTHX_ void *writer)
     PERL_UNUSED_CONTEXT;
     if (w->state == FF_W_BUSY) {
         w->state = FF_W_ABORTED;
-        ff_atomic_discard(&w->a);
+        S_writer_release(w);
     }
 }
 
@@ -130,7 +138,7 @@ static void S_writer_step(pTHX_ struct ff_writer *w, const char *buf, size_t n)
         err = ff_wbuf_append(&w->wb, w->a.fd, buf, n, &w->intr);
     else if (!(err = ff_wbuf_flush(&w->wb, w->a.fd, &w->intr))) {
         ff_wbuf_free(&w->wb);           /* now: nothing slow after the rename */
-        err = ff_atomic_commit(&w->a);
+        err = ff_atomic_commit_held(&w->a);
     }
     if (err)
         croak_step(&w->a, err, w->path);
@@ -357,6 +365,12 @@ SV *ffxs_writer_new(pTHX_ HV *own, SV *klass, SV *filename, SV *opts)
     }
     path = path_arg(filename, FF_WRITER_CLASS "->new");
     writer_options(opts, &opt, &force_utf8, &size);
+    /* A relative name means the working directory of new: user code
+     * (between the calls, or run by one: a signal handler, an overload, a
+     * DESTROY; another thread) may chdir before the commit or the cleanup,
+     * which then rename or remove there, in the directory held from
+     * before the temp is made. */
+    opt.hold_cwd = 1;
 
     /* One block for all the writer keeps: the struct, the temp's name
      * (FF_TEMP_BUF, as start_write's lent mode takes it: a temp too long
@@ -405,7 +419,7 @@ void ffxs_writer_commit(pTHX_ struct ff_writer *w)
     writer_hold(w);
     writer_step(w, NULL, 0);
     w->state = FF_W_COMMITTED;
-    ff_atomic_discard(&w->a);   /* only an allocated path is left to free */
+    S_writer_release(w);        /* only an allocated path and the held directory are left */
     ff_wbuf_free(&w->wb);
     LEAVE_SCOPE(saved_ix);
 }
@@ -422,7 +436,7 @@ static void S_writer_discard(pTHX_ struct ff_writer *w)
 
     if (now != w->pid)
         w->a.created = 0;
-    ff_atomic_discard(&w->a);
+    S_writer_release(w);        /* (a forked copy closes its copy of the directory) */
     ff_wbuf_free(&w->wb);
 }
 #define writer_discard(w) S_writer_discard(aTHX_ w)

@@ -52,8 +52,25 @@ sub safe_read_from {
     return $input;
 }
 
-# the streaming writer: FastFile::Writer->new(@_)
-sub atomic_writer { require FastFile::Writer; FastFile::Writer->new(@_) }
+# the streaming writer: FastFile::Writer->new(@_). Its XSUBs are loaded
+# with FastFile; FastFile/Writer.pm adds the handle (fh) and its tie
+# methods. Where that file cannot be opened now (no fd left: EMFILE), the
+# caller gets new's own error, which says so as every FastFile error does
+# (the temp's name, $!); if new works after all, the module is loaded
+# again, and an error then is the installation's.
+sub atomic_writer {
+    return FastFile::Writer->new(@_) if $INC{'FastFile/Writer.pm'} || _load_writer();
+    my $w = FastFile::Writer->new(@_);
+    require FastFile::Writer;
+    return $w;
+}
+
+# true when FastFile/Writer.pm is loaded now; the caller's $@ and die
+# handler see nothing of a failure
+sub _load_writer {
+    local ($@, $SIG{__DIE__});
+    return eval { require FastFile::Writer; 1 };
+}
 
 # ---- PVE::File's tempfile, tempfile_contents, create_owned_file_fh: the
 # arguments taken as the reference takes them, the file made in C (one
@@ -569,7 +586,12 @@ The streaming form of L</file_set_contents>: the same as
 C<< FastFile::Writer->new($filename, \%options) >>, see L<FastFile::Writer>.
 Data goes to a C buffer (1 MiB by default) that is written with one
 C<write(2)> each time it fills; C<commit> publishes the file, and a writer
-destroyed without C<commit> removes its temporary file. Exported on request.
+destroyed without C<commit> removes its temporary file. A relative
+C<$filename> names a file in the working directory of this call, whatever
+C<chdir> comes before C<commit>. It loads L<FastFile::Writer>'s Perl part
+when first called; with no file descriptor left for that (C<EMFILE>) it
+fails as C<new> does, naming the temporary file, with C<$!> set. Exported
+on request.
 
 =head2 file_set_contents_many
 

@@ -11,7 +11,7 @@ use POSIX ();
 
 use FastFile::Writer;
 use lib 't/lib';
-use FFTest qw(tempdir slurp spew temps_in run_perl no_warnings);
+use FFTest qw(tempdir slurp spew temps_in run_perl inc_args strace_why no_warnings);
 
 # ------------------------------------------------------------------- fork
 
@@ -51,6 +51,37 @@ use FFTest qw(tempdir slurp spew temps_in run_perl no_warnings);
     is(slurp($t), "before fork\nafter fork\n", '... with its data, written once');
     is_deeply([temps_in($dir)], [], '... no temp left');
     no_warnings('fork');
+}
+
+# fork, a relative name: the child's chdir and its end leave the parent's
+# temp alone (in the directory of new); the parent commits there after a
+# chdir of its own
+{
+    my $dir = tempdir();
+    my ($made, $moved) = ("$dir/made", "$dir/moved");
+    mkdir $_ or die "mkdir $_: $!" for $made, $moved;
+    require Cwd;
+    my $cwd = Cwd::getcwd();
+    chdir $made or die "chdir: $!";
+    my $w = FastFile::Writer->new('rel');
+    $w->print("parent\n");
+    my $pid = fork // die "fork: $!";
+    if (!$pid) {
+        chdir $moved or POSIX::_exit(2);
+        my $ok = !eval { $w->commit; 1 } && $@ =~ /belongs to process/;
+        $w->abort;
+        undef $w;
+        exit($ok ? 0 : 1);              # and global destruction
+    }
+    waitpid $pid, 0;
+    is($?, 0, 'fork, relative name: the child chdirs, its commit croaks, it aborts and exits');
+    ok(-e "$made/rel.tmp.$$", "... the parent's temp stays");
+    chdir $moved or die "chdir: $!";
+    ok(eval { $w->commit }, "the parent's commit after a chdir of its own") or diag $@;
+    chdir $cwd or die "chdir: $!";
+    is(slurp("$made/rel"), "parent\n", '... in the directory of new');
+    is_deeply([ temps_in($made), glob("$moved/*") ], [], '... no temp left');
+    no_warnings('fork, relative name');
 }
 
 # ---------------------------------------------------------------- threads
@@ -137,6 +168,49 @@ PERL
     is($status, 0, 'threads: a writer freed late in its thread\'s destruction') or diag $out;
     is(slurp("$dir/late"), "old\n", '... the target untouched');
     is_deeply([temps_in($dir)], [], '... its temp removed');
+}
+
+# A relative name, and another thread's chdir while new creates the temp
+# (strace holds the temp's open 0.3 s; the thread waits for the file, then
+# chdirs): the temp, its rename and its removal are all in the directory
+# new held. It held the working directory only after the temp was made:
+# a chdir in between made it hold the other one, commit failed ESTALE and
+# the temp stayed (8% of writers with a thread that chdirs in a loop).
+SKIP: {
+    skip 'perl without ithreads', 3 unless $Config{useithreads};
+    my $why = strace_why();
+    skip "fault injection: $why", 3 if $why;
+    my $dir = tempdir();
+    mkdir "$dir/$_" or die "mkdir: $!" for qw(made moved);
+    spew("$dir/made/r", "old\n");
+    my $code = <<'PERL';
+use threads;
+local $SIG{ALRM} = sub { exit 9 }; alarm 30;
+my ($dir) = @ARGV;
+$$ = 4242;          # the temp's name, r.tmp.4242, known to strace
+chdir "$dir/made" or exit 2;
+my $t = threads->create(sub {
+    select undef, undef, undef, 0.01 until -e "$dir/made/r.tmp.4242";
+    chdir "$dir/moved" or die "chdir: $!";
+});
+my $w = FastFile::Writer->new("r");
+$w->print("new\n");
+$t->join;
+$w->commit;
+print "committed\n";
+PERL
+    my $pid = open(my $ph, '-|') // die "fork: $!";
+    if (!$pid) {
+        open STDERR, '>&', \*STDOUT;
+        exec 'strace', '-f', '-qq', '-o', '/dev/null', '-e', 'trace=openat', '-e',
+             'inject=openat:delay_exit=300000', '-P', 'r.tmp.4242',
+             $^X, inc_args(), '-MFastFile::Writer', '-e', $code, $dir or POSIX::_exit(127);
+    }
+    my $out = do { local $/; <$ph> };
+    close $ph;
+    is($out, "committed\n", 'threads: another thread chdirs while new makes the temp: committed');
+    is(slurp("$dir/made/r"), "new\n", '... in the directory new held');
+    is_deeply([ temps_in("$dir/made"), glob("$dir/moved/*") ], [], '... no temp left, nothing in the other directory');
 }
 
 no_warnings('the whole test');

@@ -12,8 +12,7 @@ use FastFile ();
 # A filehandle for code that wants one: a glob tied to this writer.
 sub fh {
     my ($self) = @_;
-    require Symbol;
-    my $fh = Symbol::gensym();
+    my $fh = \do { local *FH };    # a new glob: no module to load (no fd needed)
     tie *$fh, __PACKAGE__, $self;
     return $fh;
 }
@@ -45,9 +44,17 @@ for my $method (qw(OPEN READ READLINE GETC EOF SEEK TELL)) {
     *$method = sub { _croak(lc($method) . ' is not supported on a writer handle') };
 }
 
+# Carp's croak where Carp is loaded or can be; with no fd left to load it
+# (EMFILE) the same text by hand, at the first caller outside this
+# package: an error never depends on opening a file.
 sub _croak {
-    require Carp;
-    Carp::croak(__PACKAGE__ . ": $_[0]\n");
+    my $msg = __PACKAGE__ . ": $_[0]\n";
+    Carp::croak($msg) if $INC{'Carp.pm'} || eval { local $SIG{__DIE__}; require Carp };
+    my $level = 1;
+    $level++ while (caller $level)[0] && (caller $level)[0] eq __PACKAGE__;
+    my (undef, $file, $line) = caller $level;
+    my $tid = defined &threads::tid ? threads->tid : 0;
+    die $file ? "$msg at $file line $line" . ($tid ? " thread $tid" : '') . ".\n" : $msg;
 }
 
 1;
@@ -127,6 +134,15 @@ C<buffer_size>.
 =back
 
 C<if_changed> croaks: a stream cannot be compared before it is complete.
+
+A relative C<$filename> names a file in the working directory of C<new>: the
+writer holds that directory open (an C<O_PATH> descriptor, from before C<new>
+makes the temporary file to the writer's end) and makes the temporary file,
+commits, aborts and cleans up there, whatever C<chdir> comes in between --
+from the script, from code a call runs (a signal handler, an overloaded or
+tied argument, a C<DESTROY>), or from another thread. Such a writer uses
+two descriptors, the temp file's and the directory's (an absolute name:
+one), and one C<open> and C<close> more.
 
 =head2 print
 
@@ -210,8 +226,10 @@ what causes it, then what to do.
 =item C<unable to open file 'E<lt>tmpE<gt>' - E<lt>$!E<gt>>
 
 From L</new>: the temporary file could not be created (the directory is
-missing, not writable, or read-only). Create the directory (or pass
-C<< mkdir => 1 >>) and make it writable. The other texts of a failed creation
+missing, not writable, or read-only), or with a relative name its directory
+could not be held (C<EMFILE>: no descriptor left for it). Create the
+directory (or pass C<< mkdir => 1 >>) and make it writable; close files
+(or raise C<ulimit -n>) for C<EMFILE>. The other texts of a failed creation
 (C<mkdir>, C<follow_symlinks>) are those of C<file_set_contents>, with the
 same remedies; C<preserve>'s C<unable to set owner/mode> texts come from
 L</commit>.
