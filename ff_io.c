@@ -457,6 +457,7 @@ int ff_mkdir_p_at(int dirfd, char *dir, int *made, const struct ff_eintr *intr)
     /* down: put each cut back, creating that level */
     while (strlen(dir) < len) {
         dir[strlen(dir)] = '/';
+        ff_poll_signals(intr);  /* dir names the level not made yet, as on EINTR */
         FF_SYSCALL(err, intr, dirfd == AT_FDCWD ? mkdir(dir, 0777) : mkdirat(dirfd, dir, 0777));
         if (err && err != EEXIST)
             return err;
@@ -939,6 +940,8 @@ int ff_sync_parents(char *dir, int levels, int *fd, const struct ff_eintr *intr)
     while (levels-- > 0 && !err) {
         cut_to_parent(dir);
         err = sync_one_dir(dir, fd, intr);
+        if (!err && levels > 0)
+            ff_poll_signals(intr);
     }
     return err;
 }
@@ -1143,6 +1146,8 @@ int ff_read_full(int fd, char *buf, size_t len, size_t *got, const struct ff_ein
         if (n > 0) {
             total += (size_t)n;
             spins = 0;
+            if (total < len)    /* a pipe's reads: many, none interrupted */
+                ff_poll_signals(intr);
         } else if (n == 0) {
             break;
         } else if ((err = errno) != EINTR || !ff_retry_eintr(intr, &spins)) {
