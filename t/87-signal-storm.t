@@ -8,13 +8,13 @@
 # so a C loop of many syscalls (or long enough work) must run the pending
 # handlers itself, as pure-Perl code runs them between its statements.
 #
-# Each case runs in a perl of its own: a batch of thousands of files (with
+# Each case runs in a perl of its own: batches of a thousand files (with
 # new directories, with fsync and its threaded barrier), a batch whose
 # handler dies in the middle (every target old, or every one new: a die in
 # the renames is held; no temp either way), file_copy from a FIFO (read and
 # write, 64 KiB at a time) and of a regular file, file_get_contents and
 # file_read_firstline from a FIFO, and a writer with a small buffer given
-# thousands of items in one print. Each must live, run the handlers, leave
+# hundreds of 64 KiB items in one print. Each must live, run the handlers, leave
 # exactly the given bytes (or the old ones where it died) and no temp.
 #
 # A control first does the Perl side of the same work under the same storm
@@ -85,7 +85,7 @@ sub fifo_writer {
 }
 my $make_chunk = sub { join '', map { chr(($_ * 7) % 256) } 0 .. 65535 };
 my $make_line = sub { 'x' x 65536 };
-my $fifo_pid = $case eq 'copy-fifo' || $case eq 'get-fifo' ? fifo_writer("$d/fifo", $make_chunk, 256, 'end')
+my $fifo_pid = $case eq 'copy-fifo' || $case eq 'get-fifo' ? fifo_writer("$d/fifo", $make_chunk, 128, 'end')
              : $case eq 'firstline-fifo' ? fifo_writer("$d/fifo", $make_line, 128, "\nsecond\n")
              : undef;
 sub bytes_of {
@@ -101,13 +101,13 @@ sub check {
         unless defined $got && $got eq $want;
 }
 
-my $n = 2000;
+my $n = 1000;
 my @list = map { ("$d/f$_" => "data $_\n" x ($_ % 7 + 1)) } 1 .. $n;
-my @list2 = map { ("$d/new/sub$_/f" => "two $_\n") } 1 .. 500;
+my @list2 = map { ("$d/new/sub$_/f" => "two $_\n") } 1 .. 200;
 my $chunk = $make_chunk->();
 my $src = "$d/src";
 # $work runs in the storm; $verify after it (perl's own long ops, as a
-# read of 16 MiB in one readline, would count 120 signals themselves)
+# read of 8 MiB in one readline, would count 120 signals themselves)
 my ($work, $verify);
 if ($case eq 'control') {
     $work = sub {
@@ -121,11 +121,11 @@ if ($case eq 'control') {
     $work = sub {
         file_set_contents_many(\@list);
         file_set_contents_many(\@list2, { mkdir => 1 });
-        file_set_contents_many([ @list[0 .. 799] ], { fsync => 1 });
+        file_set_contents_many([ @list[0 .. 599] ], { fsync => 1 });
     };
     $verify = sub {
         check($list[2 * $_], $list[2 * $_ + 1]) for 0 .. $n - 1;
-        check($list2[2 * $_], $list2[2 * $_ + 1]) for 0 .. 499;
+        check($list2[2 * $_], $list2[2 * $_ + 1]) for 0 .. 199;
     };
 } elsif ($case eq 'batch-dies') {
     Reference::ref_file_set_contents($list[2 * $_], "old\n") for 0 .. $n - 1;
@@ -136,16 +136,16 @@ if ($case eq 'control') {
     $verify = sub {};
 } elsif ($case eq 'copy-fifo') {
     $work = sub { file_copy("$d/fifo", "$d/copy", 64 << 20) };
-    $verify = sub { check("$d/copy", $chunk x 256 . 'end') };
+    $verify = sub { check("$d/copy", $chunk x 128 . 'end') };
 } elsif ($case eq 'copy-file') {
-    Reference::ref_file_set_contents($src, $chunk x 256);
-    $work = sub { file_copy($src, "$d/copy$_", 64 << 20) for 1 .. 4 };
-    $verify = sub { check("$d/copy$_", $chunk x 256) for 1 .. 4 };
+    Reference::ref_file_set_contents($src, $chunk x 128);
+    $work = sub { file_copy($src, "$d/copy$_", 64 << 20) for 1 .. 2 };
+    $verify = sub { check("$d/copy$_", $chunk x 128) for 1 .. 2 };
 } elsif ($case eq 'get-fifo') {
     my $got;
     $work = sub { $got = file_get_contents("$d/fifo", 64 << 20) };
     $verify = sub {
-        push @bad, 'bad read: ' . length($got) . ' bytes' unless $got eq $chunk x 256 . 'end';
+        push @bad, 'bad read: ' . length($got) . ' bytes' unless $got eq $chunk x 128 . 'end';
     };
 } elsif ($case eq 'firstline-fifo') {
     my $got;
@@ -154,7 +154,7 @@ if ($case eq 'control') {
         push @bad, 'bad line: ' . length($got) . ' bytes' unless $got eq $make_line->() x 128;
     };
 } elsif ($case eq 'writer') {
-    my @items = map { $chunk . $_ } 1 .. 1000;
+    my @items = map { $chunk . $_ } 1 .. 400;
     $work = sub {
         my $w = FastFile::Writer->new("$d/w", { buffer_size => 4096 });
         $w->print(@items);
@@ -217,7 +217,7 @@ SKIP: {
         cmp_ok($signals // 0, '>', 0, "$case: the handlers ran (" . ($signals // 0) . ' times)');
         if ($case eq 'batch-dies') {
             my ($targets) = $out =~ /^targets (.*)$/m;
-            like($targets // '', qr/\A(?:old=2000|new=2000)\z/,
+            like($targets // '', qr/\A(?:old=1000|new=1000)\z/,
                  "$case: every target old or every one new ($targets)")
                 or diag($out);
             like($out, qr/^error stop$/m, "$case: the handler's die is what the call died of")
