@@ -31,6 +31,12 @@
 #include <string.h>
 #include <unistd.h>
 
+/* ff_poll_signals with the count's address taken once (ff_batch_init):
+ * a load and a branch a file in each loop */
+#define POLL_SIGNALS(b, intr) \
+    do { if (*(b)->pending) (void)interrupted(intr); } while (0)
+static const int no_signals = 0;    /* (pending without a count to read) */
+
 int ff_batch_init(struct ff_batch *b, size_t n, const struct ff_options *opt,
                   const struct ff_eintr *intr)
 {
@@ -39,6 +45,7 @@ int ff_batch_init(struct ff_batch *b, size_t n, const struct ff_options *opt,
     memset(b, 0, sizeof *b);
     b->opt = *opt;
     b->intr = intr;
+    b->pending = intr && intr->pending ? intr->pending : &no_signals;
     b->failed = b->failed_dir = b->dup_first = b->dup_second = FF_NONE;
     b->tail = "";
     b->sync_fd = -1;
@@ -175,7 +182,7 @@ static int look_at_dirs(struct ff_batch *b)
             b->failed = b->order[j];
             if ((err = look_at_target(b, b->order[j])))
                 return err;
-            ff_poll_signals(b->intr);
+            POLL_SIGNALS(b, b->intr);
         }
         b->failed = FF_NONE;
     }
@@ -208,7 +215,7 @@ static int look_again(struct ff_batch *b)
         }
         if ((err = look_at_target(b, i)))
             return err;
-        ff_poll_signals(b->intr);
+        POLL_SIGNALS(b, b->intr);
     }
     b->failed = FF_NONE;
     return 0;
@@ -249,7 +256,7 @@ static int make_dirs(struct ff_batch *b)
         if ((err = ff_batch_dir_fd(b, k, b->intr)))
             return err;
         any = 1;
-        ff_poll_signals(b->intr);
+        POLL_SIGNALS(b, b->intr);
     }
     b->failed_dir = FF_NONE;
     b->dir_step = FF_DIR_NONE;
@@ -290,7 +297,7 @@ static int barrier(struct ff_batch *b)
                 b->failed = b->window[w];
                 return err;
             }
-            ff_poll_signals(b->intr);
+            POLL_SIGNALS(b, b->intr);
         }
     }
     /* (the threads' signals, held until they were done, are handled here) */
@@ -299,7 +306,7 @@ static int barrier(struct ff_batch *b)
             b->failed = b->window[w];
             return err;
         }
-        ff_poll_signals(b->intr);
+        POLL_SIGNALS(b, b->intr);
     }
     b->window_n = 0;
     return 0;
@@ -439,7 +446,7 @@ static int write_all(struct ff_batch *b)
         b->failed = b->order[j];
         if ((err = write_temp(b, b->order[j])))
             return err;
-        ff_poll_signals(b->intr);
+        POLL_SIGNALS(b, b->intr);
     }
     b->failed = FF_NONE;
     if (b->window_n && (err = barrier(b)))
@@ -524,7 +531,7 @@ static int check_temps(struct ff_batch *b)
             return err;
         /* a handler that runs here may replace a temp checked already:
          * rename_all checks each again (user_code_runs moved) */
-        ff_poll_signals(b->intr);
+        POLL_SIGNALS(b, b->intr);
     }
     b->failed = FF_NONE;
     return 0;
@@ -588,7 +595,7 @@ static int rename_all(struct ff_batch *b, unsigned long runs)
         a->created = 0;
         d->renamed_into = 1;
         b->written++;
-        ff_poll_signals(b->renaming);   /* its die held until the end */
+        POLL_SIGNALS(b, b->renaming);   /* its die held until the end */
     }
     b->renamed = b->n;
     return 0;
@@ -644,7 +651,7 @@ static int sync_dirs(struct ff_batch *b)
             return err;
         }
         free(copy);
-        ff_poll_signals(b->renaming);
+        POLL_SIGNALS(b, b->renaming);
     }
     for (k = 0; k < b->ndirs; k++) {
         if (!b->dirs[k].renamed_into)
@@ -654,7 +661,7 @@ static int sync_dirs(struct ff_batch *b)
             b->dir_step = err == ESTALE ? FF_DIR_CHANGED : FF_DIR_SYNC;
             return err;
         }
-        ff_poll_signals(b->renaming);
+        POLL_SIGNALS(b, b->renaming);
     }
     return 0;
 }
@@ -691,19 +698,19 @@ int ff_batch_commit(struct ff_batch *b, long pid)
             return err;
         if (!*LEAF(f))          /* "dir/" names a directory: no mkdir for it */
             return EISDIR;
-        ff_poll_signals(b->intr);   /* (follow_symlinks: lstat, readlink) */
+        POLL_SIGNALS(b, b->intr);   /* (follow_symlinks: lstat, readlink) */
     }
     b->failed = FF_NONE;
     /* (each step a loop over the names, with no syscall: handlers between) */
     if ((err = ff_batch_group_by_dir(b)))
         return err;
-    ff_poll_signals(b->intr);
+    POLL_SIGNALS(b, b->intr);
     if ((err = ff_batch_make_cache(b)) || (err = ff_batch_mark_need_id(b)))
         return err;
-    ff_poll_signals(b->intr);
+    POLL_SIGNALS(b, b->intr);
     if ((err = look_at_dirs(b)) || (err = ff_batch_merge_same_dirs(b)))
         return err;
-    ff_poll_signals(b->intr);
+    POLL_SIGNALS(b, b->intr);
     if ((err = ff_batch_find_duplicate(b)))
         return err;
 

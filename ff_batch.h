@@ -98,6 +98,7 @@ struct ff_batch {
                              * looks at targets itself), no target yet */
     size_t names_len;       /* the targets' lengths, summed */
     const struct ff_eintr *intr;
+    const volatile int *pending;    /* intr's, or a constant 0 */
     /* intr of the renames and directory syncs: it runs the pending
      * handlers (a storm of signals must not fail the batch, and perl
      * dies once 120 caught signals wait) but may not leave them half done:

@@ -940,8 +940,6 @@ int ff_sync_parents(char *dir, int levels, int *fd, const struct ff_eintr *intr)
     while (levels-- > 0 && !err) {
         cut_to_parent(dir);
         err = sync_one_dir(dir, fd, intr);
-        if (!err && levels > 0)
-            ff_poll_signals(intr);
     }
     return err;
 }
@@ -1144,10 +1142,12 @@ int ff_read_full(int fd, char *buf, size_t len, size_t *got, const struct ff_ein
         ssize_t n = read(fd, buf + total, len - total);
 
         if (n > 0) {
+            /* a pipe's reads: many, none interrupted (a file's second
+             * read finds its end: nothing to do for it) */
+            if (total)
+                ff_poll_signals(intr);
             total += (size_t)n;
             spins = 0;
-            if (total < len)    /* a pipe's reads: many, none interrupted */
-                ff_poll_signals(intr);
         } else if (n == 0) {
             break;
         } else if ((err = errno) != EINTR || !ff_retry_eintr(intr, &spins)) {

@@ -361,7 +361,8 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
         err = ff_batch_add_len(b, pv, pv_len, buf, len);
         if (err)
             croak_errno(err, "unable to replace '%" SVf "' - ", SVfARG(name_sv(paths, names, i)));
-        ff_poll_signals(&intr);     /* what is added are snapshots */
+        if (UNLIKELY(PL_sig_pending))   /* what is added are snapshots */
+            (void)S_batch_on_eintr(&bg);
     }
 
     b->seed = S_hash_seed();
