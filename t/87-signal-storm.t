@@ -11,7 +11,8 @@
 # Each case runs in a perl of its own: batches of a thousand files (with
 # new directories, with fsync and its threaded barrier), a batch whose
 # handler dies in the middle (every target old, or every one new: a die in
-# the renames is held; no temp either way), file_copy from a FIFO (read and
+# the renames is held; no temp either way), a batch whose handler clears
+# the array of pairs (what is not read yet is held: written as given), file_copy from a FIFO (read and
 # write, 64 KiB at a time) and of a regular file, file_get_contents and
 # file_read_firstline from a FIFO, and a writer with a small buffer given
 # hundreds of 64 KiB items in one print. Each must live, run the handlers, leave
@@ -104,6 +105,7 @@ sub check {
 my $n = 1000;
 my @list = map { ("$d/f$_" => "data $_\n" x ($_ % 7 + 1)) } 1 .. $n;
 my @list2 = map { ("$d/new/sub$_/f" => "two $_\n") } 1 .. 200;
+my @given = @list;
 my $chunk = $make_chunk->();
 my $src = "$d/src";
 # $work runs in the storm; $verify after it (perl's own long ops, as a
@@ -133,6 +135,11 @@ if ($case eq 'control') {
     $work = sub {
         file_set_contents_many(\@list) for 1 .. 5;
     };
+    $verify = sub {};
+} elsif ($case eq 'batch-clears') {
+    # a handler clears the array while the pairs are read: what is not
+    # read yet must stay alive (held), and is written as it was
+    $work = sub { file_set_contents_many(\@list) };
     $verify = sub {};
 } elsif ($case eq 'copy-fifo') {
     $work = sub { file_copy("$d/fifo", "$d/copy", 64 << 20) };
@@ -165,7 +172,11 @@ if ($case eq 'control') {
     die "no case $case\n";
 }
 
-$SIG{ALRM} = $SIG{USR1} = sub { $signals++; die "stop\n" if $die_at && $signals == $die_at };
+$SIG{ALRM} = $SIG{USR1} = sub {
+    $signals++;
+    die "stop\n" if $die_at && $signals == $die_at;
+    @list = () if $case eq 'batch-clears' && $signals == 3;
+};
 syswrite $go_w, 'g';
 Time::HiRes::setitimer(Time::HiRes::ITIMER_REAL(), $ENV{FF_STORM_TIMER} || 0.0001, $ENV{FF_STORM_TIMER} || 0.0001);
 my $ok = eval { $work->(); 1 };
@@ -179,12 +190,12 @@ if ($fifo_pid) {     # (a reader that died may have left it blocked)
     waitpid $fifo_pid, 0;
 }
 $verify->() if $ok;
-if ($case eq 'batch-dies') {
+if ($case eq 'batch-dies' || $case eq 'batch-clears') {
     my %seen;
     for (0 .. $n - 1) {
-        my $got = bytes_of($list[2 * $_]);
+        my $got = bytes_of($given[2 * $_]);
         $seen{ !defined $got ? 'missing' : $got eq "old\n" ? 'old'
-               : $got eq $list[2 * $_ + 1] ? 'new' : 'other' }++;
+               : $got eq $given[2 * $_ + 1] ? 'new' : 'other' }++;
     }
     print "targets ", join(',', map { "$_=$seen{$_}" } sort keys %seen), "\n";
 }
@@ -193,7 +204,7 @@ print "error $error" unless $ok;
 print "$_\n" for @bad;
 CODE
 
-my @CASES = qw(batch batch-dies copy-fifo copy-file get-fifo firstline-fifo writer);
+my @CASES = qw(batch batch-dies batch-clears copy-fifo copy-file get-fifo firstline-fifo writer);
 
 my %control;
 {
@@ -215,7 +226,12 @@ SKIP: {
         unlike($out, qr/Maximal count of pending signals|corrupted|double free/,
                "$case: perl never counted 120 signals waiting");
         cmp_ok($signals // 0, '>', 0, "$case: the handlers ran (" . ($signals // 0) . ' times)');
-        if ($case eq 'batch-dies') {
+        if ($case eq 'batch-clears') {
+            my ($targets) = $out =~ /^targets (.*)$/m;
+            like($targets // '', qr/\A(?:missing=1000|new=1000)\z/,
+                 "$case: every target written as given, or none (cleared before the call)")
+                or diag($out);
+        } elsif ($case eq 'batch-dies') {
             my ($targets) = $out =~ /^targets (.*)$/m;
             like($targets // '', qr/\A(?:old=1000|new=1000)\z/,
                  "$case: every target old or every one new ($targets)")
