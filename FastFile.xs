@@ -214,6 +214,7 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
     guard.unwind_fd = NULL;
     intr.fn = ffxs_on_eintr;
     intr.ctx = &guard;
+    intr.pending = NULL;        /* no loop of syscalls to poll in */
     wrote = start_write(a, &path, &opt, &intr, pid, op, buf, len, ors, ors_len, temp_buf,
                         suffix, suffix_len);
     if (wrote) {
@@ -243,7 +244,7 @@ static SV *S_file_get_contents(pTHX_ SV *filename, SV *max_arg)
     size_t max, size, cap, total = 0, got;
     /* a child forked by a handler may not read on from the shared offset */
     struct ff_guard guard = { NULL, 0, FALSE, TRUE, FF_GUARD_PERL, NULL };
-    struct ff_eintr intr = { ffxs_on_eintr, &guard };
+    struct ff_eintr intr = { ffxs_on_eintr, &guard, FFXS_PENDING };
     struct ffxs_path path;
     char name_buf[FF_NAME_BUF];         /* a plain name's snapshot */
     int fd = -1, err;
@@ -401,6 +402,7 @@ static SV *S_read_record(pTHX_ int fd, SV *path, const struct ff_eintr *intr)
             SETERRNO(ENOTTY, 0);        /* see file_read_firstline */
             break;
         }
+        ff_poll_signals(intr);          /* a pipe: many reads, none interrupted */
         if (total == cap) {
             cap *= 2;
             SvGROW(line, cap + 1);
@@ -465,6 +467,7 @@ static SV *S_read_line(pTHX_ int *fd, struct ffxs_path *path, const struct ff_ei
             SETERRNO(ENOTTY, 0);                 /* see file_read_firstline */
             break;
         }
+        ff_poll_signals(intr);                   /* a pipe: many reads, none interrupted */
         if (total == cap) {                      /* a long line: keep reading */
             cap *= 2;
             if (!line) {
@@ -489,7 +492,7 @@ static SV *S_file_read_firstline(pTHX_ SV *filename)
     SV *line;
     /* a child forked by a handler may not read on from the shared offset */
     struct ff_guard guard = { NULL, 0, FALSE, TRUE, FF_GUARD_PERL, NULL };
-    struct ff_eintr intr = { ffxs_on_eintr, &guard };
+    struct ff_eintr intr = { ffxs_on_eintr, &guard, FFXS_PENDING };
     struct ffxs_path path;
     char name_buf[FF_NAME_BUF];         /* a plain name's snapshot */
     bool named = FALSE;

@@ -22,12 +22,20 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* ff_poll_signals with the count's address taken once (ff_batch_init):
+ * a load and a branch a file in each loop */
+#define POLL_SIGNALS(b, intr) \
+    do { if (*(b)->pending) (void)interrupted(intr); } while (0)
+static const int no_signals = 0;    /* (pending without a count to read) */
 
 int ff_batch_init(struct ff_batch *b, size_t n, const struct ff_options *opt,
                   const struct ff_eintr *intr)
@@ -37,6 +45,7 @@ int ff_batch_init(struct ff_batch *b, size_t n, const struct ff_options *opt,
     memset(b, 0, sizeof *b);
     b->opt = *opt;
     b->intr = intr;
+    b->pending = intr && intr->pending ? intr->pending : &no_signals;
     b->failed = b->failed_dir = b->dup_first = b->dup_second = FF_NONE;
     b->tail = "";
     b->sync_fd = -1;
@@ -173,6 +182,7 @@ static int look_at_dirs(struct ff_batch *b)
             b->failed = b->order[j];
             if ((err = look_at_target(b, b->order[j])))
                 return err;
+            POLL_SIGNALS(b, b->intr);
         }
         b->failed = FF_NONE;
     }
@@ -205,6 +215,7 @@ static int look_again(struct ff_batch *b)
         }
         if ((err = look_at_target(b, i)))
             return err;
+        POLL_SIGNALS(b, b->intr);
     }
     b->failed = FF_NONE;
     return 0;
@@ -245,6 +256,7 @@ static int make_dirs(struct ff_batch *b)
         if ((err = ff_batch_dir_fd(b, k, b->intr)))
             return err;
         any = 1;
+        POLL_SIGNALS(b, b->intr);
     }
     b->failed_dir = FF_NONE;
     b->dir_step = FF_DIR_NONE;
@@ -285,13 +297,16 @@ static int barrier(struct ff_batch *b)
                 b->failed = b->window[w];
                 return err;
             }
+            POLL_SIGNALS(b, b->intr);
         }
     }
+    /* (the threads' signals, held until they were done, are handled here) */
     for (w = 0; w < b->window_n; w++) {
         if ((err = close_temp(&b->files[b->window[w]].a))) {
             b->failed = b->window[w];
             return err;
         }
+        POLL_SIGNALS(b, b->intr);
     }
     b->window_n = 0;
     return 0;
@@ -431,6 +446,7 @@ static int write_all(struct ff_batch *b)
         b->failed = b->order[j];
         if ((err = write_temp(b, b->order[j])))
             return err;
+        POLL_SIGNALS(b, b->intr);
     }
     b->failed = FF_NONE;
     if (b->window_n && (err = barrier(b)))
@@ -465,12 +481,15 @@ static void pin_cwd(struct ff_batch *b)
 
 void ff_batch_note_temps(struct ff_batch *b)
 {
-    size_t i;
+    size_t j;
 
     pin_cwd(b);
     b->user_code_runs++;
-    for (i = 0; i < b->n && b->unnoted; i++) {
-        struct ff_batch_file *f = &b->files[i];
+    /* temps are made in order[] (write_all): the ones before note_from
+     * are noted already, or never made (a storm runs handlers after each
+     * file: no scan from the first each time) */
+    for (j = b->note_from; j < b->n && b->unnoted; j++) {
+        struct ff_batch_file *f = &b->files[b->order[j]];
         int dirfd = b->dirs ? b->dirs[f->dir].fd : -1;
 
         if (!f->a.created || f->a.have_id)
@@ -483,6 +502,7 @@ void ff_batch_note_temps(struct ff_batch *b)
             ff_atomic_note_temp(&f->a, b->cwd_fd, f->a.temp);
         b->unnoted--;
     }
+    b->note_from = j;
 }
 
 /* Every temp whose identity was noted (user code ran while it existed) is
@@ -509,6 +529,9 @@ static int check_temps(struct ff_batch *b)
         }
         if ((err = ff_atomic_temp_ours(&f->a, b->dirs[f->dir].fd, TEMP_LEAF(f))))
             return err;
+        /* a handler that runs here may replace a temp checked already:
+         * rename_all checks each again (user_code_runs moved) */
+        POLL_SIGNALS(b, b->intr);
     }
     b->failed = FF_NONE;
     return 0;
@@ -532,10 +555,10 @@ static int rename_temp(struct ff_batch *b, struct ff_batch_file *f, int dirfd)
     }
 }
 
-static int rename_all(struct ff_batch *b)
+/* runs: user_code_runs when check_temps began */
+static int rename_all(struct ff_batch *b, unsigned long runs)
 {
     size_t i;
-    unsigned long runs = b->user_code_runs;
     int err, unsupported;
 
     for (i = 0; i < b->n; i++) {
@@ -572,6 +595,7 @@ static int rename_all(struct ff_batch *b)
         a->created = 0;
         d->renamed_into = 1;
         b->written++;
+        POLL_SIGNALS(b, b->renaming);   /* its die held until the end */
     }
     b->renamed = b->n;
     return 0;
@@ -627,6 +651,7 @@ static int sync_dirs(struct ff_batch *b)
             return err;
         }
         free(copy);
+        POLL_SIGNALS(b, b->renaming);
     }
     for (k = 0; k < b->ndirs; k++) {
         if (!b->dirs[k].renamed_into)
@@ -636,12 +661,14 @@ static int sync_dirs(struct ff_batch *b)
             b->dir_step = err == ESTALE ? FF_DIR_CHANGED : FF_DIR_SYNC;
             return err;
         }
+        POLL_SIGNALS(b, b->renaming);
     }
     return 0;
 }
 
 int ff_batch_commit(struct ff_batch *b, long pid)
 {
+    unsigned long runs;
     size_t i;
     char suffix[sizeof ".tmp." + 3 * sizeof(long)];
     size_t suffix_len = (size_t)snprintf(suffix, sizeof suffix, ".tmp.%ld", pid);
@@ -671,10 +698,20 @@ int ff_batch_commit(struct ff_batch *b, long pid)
             return err;
         if (!*LEAF(f))          /* "dir/" names a directory: no mkdir for it */
             return EISDIR;
+        POLL_SIGNALS(b, b->intr);   /* (follow_symlinks: lstat, readlink) */
     }
     b->failed = FF_NONE;
-    if ((err = ff_batch_group_by_dir(b)) || (err = ff_batch_make_cache(b)) || (err = ff_batch_mark_need_id(b)) || (err = look_at_dirs(b))
-        || (err = ff_batch_merge_same_dirs(b)) || (err = ff_batch_find_duplicate(b)))
+    /* (each step a loop over the names, with no syscall: handlers between) */
+    if ((err = ff_batch_group_by_dir(b)))
+        return err;
+    POLL_SIGNALS(b, b->intr);
+    if ((err = ff_batch_make_cache(b)) || (err = ff_batch_mark_need_id(b)))
+        return err;
+    POLL_SIGNALS(b, b->intr);
+    if ((err = look_at_dirs(b)) || (err = ff_batch_merge_same_dirs(b)))
+        return err;
+    POLL_SIGNALS(b, b->intr);
+    if ((err = ff_batch_find_duplicate(b)))
         return err;
 
     /* 2. the missing directories; every temp written in full, with fsync
@@ -690,9 +727,10 @@ int ff_batch_commit(struct ff_batch *b, long pid)
      * its die held until the end (b->renaming): the batch is never left
      * half renamed with only the handler's message. */
     interrupted(b->intr);
+    runs = b->user_code_runs;
     if ((err = check_temps(b)))
         return err;
-    err = rename_all(b);
+    err = rename_all(b, runs);
     if (!err)
         b->done = 1;            /* the new directories stay */
     if (b->opt.fsync) {
@@ -802,11 +840,40 @@ static void remove_temp(struct ff_batch *b, struct ff_batch_file *f)
         FF_SYSCALL(err, NULL, unlinkat(dirfd, name, 0));
 }
 
+/* The cleanup runs no handler (it unwinds a die, or precedes the croak)
+ * and may remove thousands of temps: with more than a few syscalls to
+ * make, signals are blocked meanwhile, so that each kind waits in the
+ * kernel, once, and is handled after. Caught one by one instead, 120 not
+ * yet handled make perl die inside its C signal handler, in the middle of
+ * the cleanup. */
+#define FF_QUIET_MAX 16     /* syscalls made without blocking */
+
+static int block_signals(sigset_t *old)
+{
+    sigset_t all;
+
+    sigfillset(&all);
+    return pthread_sigmask(SIG_BLOCK, &all, old) == 0;
+}
+
+static void unblock_signals(int blocked, const sigset_t *old)
+{
+    if (blocked)
+        pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
 void ff_batch_remove_temps(struct ff_batch *b)
 {
-    int saved = errno, any = 0;
-    size_t i;
+    int saved = errno, blocked = 0;
+    size_t i, work = 0;
+    sigset_t old;
 
+    for (i = 0; i < b->n; i++)
+        work += (b->files[i].a.fd >= 0) + b->files[i].a.created;
+    if (work == 0)
+        return;
+    if (work > FF_QUIET_MAX)
+        blocked = block_signals(&old);
     /* the temps' fds first: out of fds, they are what reopens directories */
     for (i = 0; i < b->n; i++) {
         struct ff_atomic *a = &b->files[i].a;
@@ -815,26 +882,29 @@ void ff_batch_remove_temps(struct ff_batch *b)
             close(a->fd);
             a->fd = -1;
         }
-        any |= a->created;
     }
-    for (i = 0; any && i < b->n; i++) {
+    for (i = 0; i < b->n; i++) {
         struct ff_batch_file *f = &b->files[i];
 
         if (f->a.created)
             remove_temp(b, f);
         f->a.created = 0;
     }
+    unblock_signals(blocked, &old);
     errno = saved;
 }
 
 void ff_batch_discard(struct ff_batch *b)
 {
-    int saved = errno;
+    int saved = errno, blocked = 0;
     size_t i;
+    sigset_t old;
 
     /* a batch that succeeded holds nothing a file: one look at each */
     for (i = 0; i < b->n && ff_atomic_holds_nothing(&b->files[i].a); i++)
         ;
+    if ((i < b->n && b->n > FF_QUIET_MAX) || b->ndirs > FF_QUIET_MAX || b->nmade > FF_QUIET_MAX)
+        blocked = block_signals(&old);
     if (i < b->n) {
         ff_batch_remove_temps(b);
         for (i = 0; i < b->n; i++)
@@ -874,5 +944,6 @@ void ff_batch_discard(struct ff_batch *b)
     b->order = b->cache = b->window = NULL;
     b->failed_path = NULL;
     b->n = b->cap = b->ndirs = b->nmade = b->cache_cap = b->window_cap = b->window_n = 0;
+    unblock_signals(blocked, &old);
     errno = saved;
 }

@@ -98,9 +98,10 @@ struct ff_batch {
                              * looks at targets itself), no target yet */
     size_t names_len;       /* the targets' lengths, summed */
     const struct ff_eintr *intr;
+    const volatile int *pending;    /* intr's, or a constant 0 */
     /* intr of the renames and directory syncs: it runs the pending
      * handlers (a storm of signals must not fail the batch, and perl
-     * keeps at most 120 of one pending) but may not leave them half done:
+     * dies once 120 caught signals wait) but may not leave them half done:
      * it returns even when a handler dies (the glue throws that die once
      * the call is done). NULL: no callback there, EINTR bounded as if no
      * signal came. */
@@ -141,6 +142,7 @@ struct ff_batch {
                              * name is its target and that */
     long pid;               /* the process whose temps these are */
     size_t unnoted;         /* temps made whose identity is not noted yet */
+    size_t note_from;       /* order[] index: those before it are noted */
     unsigned long user_code_runs; /* times ff_batch_note_temps ran */
     int done;               /* committed: the directories made stay */
     int forgotten;          /* a forked child's copy: touch nothing */

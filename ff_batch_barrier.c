@@ -66,12 +66,15 @@ int ff_batch_sync_window_threaded(struct ff_batch *b, size_t nshares)
     have_attr = pthread_attr_init(&attr) == 0;
     if (have_attr)
         pthread_attr_setstacksize(&attr, 64 * 1024);   /* fdatasync needs little */
-    /* the threads take no signal: perl's handlers stay with this thread */
+    /* The threads take no signal: perl's handlers stay with this thread.
+     * Nor does this thread until they are done: no handler may run while
+     * they use the temps' fds, and perl dies once 120 signals caught wait
+     * for their handlers. Blocked, each kind waits in the kernel, once;
+     * the caller handles them after (barrier). */
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     for (k = 1; k < nshares; k++)
         started[k] = pthread_create(&tid[k], have_attr ? &attr : NULL, sync_share_run, &share[k]) == 0;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (have_attr)
         pthread_attr_destroy(&attr);
     for (k = 0; k < nshares; k++)
@@ -80,6 +83,7 @@ int ff_batch_sync_window_threaded(struct ff_batch *b, size_t nshares)
     for (k = 1; k < nshares; k++)
         if (started[k])
             pthread_join(tid[k], NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     for (k = 0; k < nshares; k++) {
         if (share[k].err) {
             b->failed = b->window[share[k].failed];

@@ -38,6 +38,7 @@ int ff_copy_range(int in, int out, size_t limit, size_t *copied, const struct ff
         if (n == 0)
             return *copied > start; /* end of file, or nothing the kernel could see */
         *copied += (size_t)n;
+        ff_poll_signals(intr);
     }
     return 1;
 }
@@ -69,6 +70,7 @@ int ff_copy_rw(int in, int out, char *buf, size_t cap, size_t pending, size_t li
         if (got == 0)
             return 0;
         pending = got;
+        ff_poll_signals(intr);      /* a pipe: many reads and writes, none interrupted */
     }
 }
 

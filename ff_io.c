@@ -530,6 +530,7 @@ int ff_mkdir_p_at(int dirfd, char *dir, int *made, const struct ff_eintr *intr)
     /* down: put each cut back, creating that level */
     while (strlen(dir) < len) {
         dir[strlen(dir)] = '/';
+        ff_poll_signals(intr);  /* dir names the level not made yet, as on EINTR */
         FF_SYSCALL(err, intr, dirfd == AT_FDCWD ? mkdir(dir, 0777) : mkdirat(dirfd, dir, 0777));
         if (err && err != EEXIST)
             return err;
@@ -1260,6 +1261,10 @@ int ff_read_full(int fd, char *buf, size_t len, size_t *got, const struct ff_ein
         ssize_t n = read(fd, buf + total, len - total);
 
         if (n > 0) {
+            /* a pipe's reads: many, none interrupted (a file's second
+             * read finds its end: nothing to do for it) */
+            if (total)
+                ff_poll_signals(intr);
             total += (size_t)n;
             spins = 0;
         } else if (n == 0) {

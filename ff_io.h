@@ -33,7 +33,8 @@
 #endif
 
 /* Called when a syscall returned EINTR, before it is retried, after a short
- * write, and once in ff_atomic_commit between close and rename (signals that
+ * write, between the syscalls of a loop when a signal is pending (see
+ * pending below), and once in ff_atomic_commit between close and rename (signals that
  * came during the write are handled before the file is published). It runs
  * pending signal handlers and makes no syscall; it may not return (a perl
  * signal handler that dies unwinds through it). It returns nonzero when a
@@ -54,7 +55,23 @@ typedef int (*ff_on_eintr)(void *ctx);
 struct ff_eintr {
     ff_on_eintr fn;
     void *ctx;
+    /* perl's count of signals caught but not yet handled (&PL_sig_pending),
+     * or NULL: then fn only runs where said above. A signal that comes
+     * while a syscall completes is caught without EINTR; perl dies inside
+     * its C signal handler once 120 wait ("Maximal count of pending
+     * signals"), so a loop that may make many syscalls polls it
+     * (ff_poll_signals). */
+    const volatile int *pending;
 };
+
+/* In a loop of syscalls: the pending signal handlers run now (fn), at a
+ * point where the state is as on EINTR there (what discard needs noted).
+ * One load and a branch when nothing is pending. */
+static inline void ff_poll_signals(const struct ff_eintr *intr)
+{
+    if (intr && intr->pending && *intr->pending)
+        intr->fn(intr->ctx);
+}
 
 struct ff_options {
     mode_t perm;                 /* for a new file, filtered by the umask */

@@ -29,6 +29,8 @@ static int pread_full(int fd, char *buf, size_t len, off_t off, size_t *got,
         if (n == 0)
             break;
         *got += (size_t)n;
+        if (*got < len)
+            ff_poll_signals(intr);
     }
     return 0;
 }
@@ -107,6 +109,7 @@ int ff_read_last_line(int fd, struct ff_tail *t, const struct ff_eintr *intr)
         }
         off = from;
         want = t->len;                           /* doubling */
+        ff_poll_signals(intr);
     }
     t->line = 0;                                 /* no newline: the whole file */
     t->line_len = scan_end;

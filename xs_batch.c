@@ -58,6 +58,20 @@ static int S_batch_on_eintr_renaming(void *ctx)
     return S_batch_handlers((struct batch_guard *)ctx, TRUE);
 }
 
+/* elems[0..n) (NULL: none) held until the scope is left, in one mortal
+ * array: a handler that runs while they are read may free them. */
+static void S_hold_elems(pTHX_ SV **elems, SSize_t n)
+{
+    AV *held = (AV *)sv_2mortal((SV *)newAV());
+    SSize_t k, kept = 0;
+
+    av_extend(held, n - 1);
+    for (k = 0; k < n; k++)
+        if (elems[k])
+            AvARRAY(held)[kept++] = SvREFCNT_inc_simple_NN(elems[k]);
+    AvFILLp(held) = kept - 1;
+}
+
 /* Croak for a directory that failed: "unable to open directory 'D' - $!",
  * after "file_set_contents_many: replaced 'A', then " when targets were. */
 static void S_dir_croak(pTHX_ const struct ff_batch *b, int err, SV **paths, SV *replaced)
@@ -162,8 +176,8 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
     struct ff_options opt;
     struct ff_batch batch, *b = &batch;   /* this frame outlives its LEAVE */
     struct batch_guard bg = { { NULL, 0, FALSE, FALSE, FF_GUARD_PERL, NULL }, { NULL, NULL, NULL }, &batch };
-    struct ff_eintr intr = { S_batch_on_eintr, &bg };
-    struct ff_eintr renaming = { S_batch_on_eintr_renaming, &bg };
+    struct ff_eintr intr = { S_batch_on_eintr, &bg, FFXS_PENDING };
+    struct ff_eintr renaming = { S_batch_on_eintr_renaming, &bg, FFXS_PENDING };
     bool force_utf8 = FALSE;
     SV **paths, **datas, **elems, *ors_sv = NULL, *last_data = NULL;
     struct ffxs_path *names = NULL;   /* names[i]: pair i's name where paths[i] is NULL */
@@ -260,10 +274,16 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
             first_magic = 2 * i + 1;
             break;
         }
+        if (UNLIKELY(PL_sig_pending)) {
+            /* handlers are due (see below): every element held, each
+             * read as a magical one would be */
+            first_magic = 0;
+            names_size = 0;
+            break;
+        }
     }
-    for (i = first_magic; i < 2 * npairs; i++)
-        if (elems[i])
-            hold_in_scope(elems[i]);
+    if (first_magic < 2 * npairs)
+        S_hold_elems(aTHX_ elems + first_magic, 2 * npairs - first_magic);
     if (names_size) {
         /* mortal: it lives as long as the name snapshots it stands for */
         SV *block = sv_2mortal(newSV(npairs * sizeof *names + names_size));
@@ -303,6 +323,16 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
                 last_data = data;       /* a share: the next may be the same */
         }
         datas[i] = data;
+        if (UNLIKELY(PL_sig_pending)) {
+            /* the handlers run now (thousands of pairs take long enough
+             * for perl's 120 to be reached), once the elements not copied
+             * yet are held: they may free or change them */
+            if (first_magic > 2 * (i + 1)) {
+                S_hold_elems(aTHX_ elems + 2 * (i + 1), first_magic - 2 * (i + 1));
+                first_magic = 2 * (i + 1);
+            }
+            (void)S_batch_on_eintr(&bg);
+        }
     }
     if (ors_sv)
         b->tail = payload(ors_sv, FALSE, &b->tail_len, op);
@@ -331,6 +361,8 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
         err = ff_batch_add_len(b, pv, pv_len, buf, len);
         if (err)
             croak_errno(err, "unable to replace '%" SVf "' - ", SVfARG(name_sv(paths, names, i)));
+        if (UNLIKELY(PL_sig_pending))   /* what is added are snapshots */
+            (void)S_batch_on_eintr(&bg);
     }
 
     b->seed = S_hash_seed();

@@ -295,9 +295,13 @@ struct ff_guard {
  * bounds the EINTRs that come without). */
 int ffxs_on_eintr(void *ctx);
 
+/* An ff_eintr's pending (ff_io.h): perl's count of signals caught, not
+ * yet handled, which the loops of a call poll. */
+#define FFXS_PENDING ((const volatile int *)&PL_sig_pending)
+
 /* ffxs_on_eintr for steps that must not be cut short (a batch's renames):
- * the pending handlers run (perl keeps no more than 120 of one signal
- * pending, so they cannot wait), but a die of theirs is caught and kept
+ * the pending handlers run (perl dies once 120 caught signals wait for
+ * their handlers, so they cannot wait), but a die of theirs is caught and kept
  * in error, to be thrown once the step is done. A child forked by a
  * handler still croaks at once. ctx is a struct ff_held, zeroed but for
  * guard; what it holds is freed when the caller's scope is left. */

@@ -60,7 +60,7 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
     struct ff_atomic atomic, *a = &atomic;   /* this frame outlives its LEAVE */
     /* reading first: a child forked by a handler may not read on */
     struct ff_guard guard = { NULL, 0, FALSE, TRUE, FF_GUARD_PERL, NULL };
-    struct ff_eintr intr = { ffxs_on_eintr, &guard };
+    struct ff_eintr intr = { ffxs_on_eintr, &guard, FFXS_PENDING };
     size_t max, limit, size, total = 0, cap = 0, pending = 0;
     char *buf = NULL;
     int in = -1, err;
@@ -238,7 +238,7 @@ static int S_on_eintr_handle(void *ctx)
 SV *ffxs_read_regular(pTHX_ SV *fh, SV *max_sv, SV *name, bool *done)
 {
     struct ff_handle_read handle = { { NULL, 0, FALSE, TRUE, NULL, NULL }, NULL, NULL, -1, NULL };
-    struct ff_eintr intr = { S_on_eintr_handle, &handle };
+    struct ff_eintr intr = { S_on_eintr_handle, &handle, FFXS_PENDING };
     GV *gv = NULL;
     IO *io;
     PerlIO *fp;

@@ -35,7 +35,7 @@ SV *ffxs_file_read_last_line(pTHX_ SV *filename)
     const char *op = "file_read_last_line";
     SV *path, *line;
     struct ff_guard guard = { NULL, 0, FALSE, TRUE, FF_GUARD_PERL, NULL };
-    struct ff_eintr intr = { ffxs_on_eintr, &guard };
+    struct ff_eintr intr = { ffxs_on_eintr, &guard, FFXS_PENDING };
     struct ff_tail tail;
     int fd = -1, err;
 

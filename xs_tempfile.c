@@ -102,7 +102,7 @@ SV *ffxs_tempfile(pTHX_ SV *data, SV *perm, SV *dir, bool dir_given, SV *flags,
 {
     const char *op = "tempfile_contents";
     struct ff_guard guard = { NULL, 0, FALSE, FALSE, FF_GUARD_PERL, NULL };
-    struct ff_eintr intr = { ffxs_on_eintr, &guard };
+    struct ff_eintr intr = { ffxs_on_eintr, &guard, NULL };
     SV *dir_sv, *ors_sv = NULL;
     const char *buf, *ors = "";
     STRLEN len, ors_len = 0;
@@ -213,7 +213,7 @@ SV *ffxs_create_owned(pTHX_ SV *file, SV *uid, SV *gid, SV *perm)
 {
     const char *op = "create_owned_file_fh";
     struct ff_guard guard = { NULL, 0, FALSE, FALSE, FF_GUARD_PERL, NULL };
-    struct ff_eintr intr = { ffxs_on_eintr, &guard };
+    struct ff_eintr intr = { ffxs_on_eintr, &guard, NULL };
     enum ff_step step;
     SV *path;
     char *dir;

@@ -134,9 +134,13 @@ static void S_writer_step(pTHX_ struct ff_writer *w, const char *buf, size_t n)
     SAVEDESTRUCTOR_X(S_step_unwound, w);
     w->state = FF_W_BUSY;
     w->a.step = FF_STEP_WRITE;
-    if (buf)
+    if (buf) {
         err = ff_wbuf_append(&w->wb, w->a.fd, buf, n, &w->intr);
-    else if (!(err = ff_wbuf_flush(&w->wb, w->a.fd, &w->intr))) {
+        /* one print of many items writes many times before perl runs
+         * the handlers itself */
+        if (!err)
+            ff_poll_signals(&w->intr);
+    } else if (!(err = ff_wbuf_flush(&w->wb, w->a.fd, &w->intr))) {
         ff_wbuf_free(&w->wb);           /* now: nothing slow after the rename */
         err = ff_atomic_commit_held(&w->a);
     }
@@ -397,6 +401,7 @@ SV *ffxs_writer_new(pTHX_ HV *own, SV *klass, SV *filename, SV *opts)
     w->guard.atomic = &w->a;
     w->intr.fn = ffxs_on_eintr;
     w->intr.ctx = &w->guard;
+    w->intr.pending = FFXS_PENDING;     /* (a new thread's copy has no writer) */
     {
         struct ffxs_path wpath = FFXS_PATH_OF(path);
 

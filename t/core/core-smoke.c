@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const struct ff_eintr no_handler = { NULL, NULL };
+static const struct ff_eintr no_handler = { NULL, NULL, NULL };
 
 static int failures;
 
