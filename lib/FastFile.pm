@@ -87,17 +87,33 @@ sub _tempfile_args {
     return ($perm // 0600, $dir, $given, $opts->{mode} // 2, $opts->{allow_links} ? 1 : 0);
 }
 
+# IO::File is the handle's class: loaded first where it can be; with no fd
+# left to load it (EMFILE) the XSUB runs first, so that its own error
+# ($! EMFILE) is the one seen, and the module is loaded after it if it can
+# be (as atomic_writer does; perl loads it at a handle's first method call)
 sub tempfile {
     my ($perm, %opts) = @_;
-    require IO::File;                  # the handle's class
-    return _tempfile(_tempfile_args($perm, \%opts));
+    my @args = _tempfile_args($perm, \%opts);
+    return _tempfile(@args) if $INC{'IO/File.pm'} || _load_io_file();
+    my $fh = _tempfile(@args);
+    _load_io_file();    # (or perl loads it at the first method call)
+    return $fh;
 }
 
 sub tempfile_contents {
     my (undef, $perm, %opts) = @_;     # the data is read once, by the XSUB
-    require IO::File;
-    my $fh = _tempfile_contents($_[0], _tempfile_args($perm, \%opts));
+    my @args = _tempfile_args($perm, \%opts);
+    my $loaded = $INC{'IO/File.pm'} || _load_io_file();
+    my $fh = _tempfile_contents($_[0], @args);
+    _load_io_file() unless $loaded;    # (or perl loads it at the first method call)
     return ("/proc/$$/fd/" . fileno($fh), $fh);
+}
+
+# true when IO/File.pm is loaded now; the caller's $@ and die handler see
+# nothing of a failure
+sub _load_io_file {
+    local ($@, $SIG{__DIE__});
+    return eval { require IO::File; 1 };
 }
 
 sub create_owned_file_fh {

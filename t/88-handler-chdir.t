@@ -83,10 +83,11 @@ for my $die (0, 1) {
     push @cases, { label => 'tempfile_contents, open' . ($die ? ', handler dies' : ''), a => $a, b => $b,
                    die => $die, tempfile => 1 };
     push @specs, {
-        code => 'require IO::File; my ($A, $B, $DIE) = @ARGV; chdir $A or die "chdir $A: $!\n";'
+        code => 'my ($A, $B, $DIE) = @ARGV; chdir $A or die "chdir $A: $!\n";'
               . ' local $SIG{USR1} = sub { chdir $B or die "chdir $B: $!\n"; die "handler died\n" if $DIE };'
               . ' my ($path, $fh) = eval { tempfile_contents("new\n", 0600, dir => "t") }; my $e = $@; chdir "/";'
               . ' die $e unless $fh; my $l = readlink $path; die "no link: $!\n" unless defined $l; $l',
+        setup => 'require IO::File',    # its loading opens files: before the traced call
         args => [ $a, $b, $die ], inject => ['openat:error=EINTR:signal=USR1:when=1'],
         trace => 'injected', attach => 1, timeout => 120, strace => session() };
 }
