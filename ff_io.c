@@ -1002,10 +1002,12 @@ int ff_noclobber_renameat(struct ff_atomic *a, int dirfd, const char *from, cons
 }
 
 /* The commit's steps below take dirfd, where relative names are looked
- * up: a->dirfd as it is once the last handlers before the rename ran (the
- * working directory, or the one held: the writer's, or the single call's
- * once a handler ran, ff_atomic_pin_cwd), read again after each retry
- * where more may run. */
+ * up: its code is made twice, for the working directory of the call
+ * (ff_atomic_commit: AT_FDCWD, a constant, so the single call's code is
+ * one rename(2), nothing tested) and for a held directory (the writer's,
+ * or the single call's once a handler ran: ff_atomic_pin_cwd). Where
+ * handlers may run in the middle of a step, its retries read a->dirfd
+ * again. */
 #if defined(__GNUC__)
 #define FF_INLINE_ALWAYS static inline __attribute__((always_inline))
 #else
@@ -1085,30 +1087,73 @@ static int sync_dirs(struct ff_atomic *a)
     return err;
 }
 
-/* rename(temp, target) (renameat in a held directory), EINTR retried: a
- * handler that ran meanwhile (its identity then noted) may have replaced
- * the temp, which is checked again before the retry. Without a handler
- * run: one rename(2), nothing more. */
-FF_INLINE_ALWAYS int rename_own(struct ff_atomic *a, int dirfd)
+/* rename_own's retries, after an EINTR: a handler that ran meanwhile (its
+ * identity then noted) may have replaced the temp, which is checked again
+ * before each, and may have had the working directory held (a->dirfd). */
+static int rename_retry(struct ff_atomic *a)
 {
     unsigned spins = 0;
-    int err;
+    int err = EINTR, dirfd;
 
-    for (;;) {
-        err = (dirfd == AT_FDCWD ? rename(a->temp, a->target)
-                                 : renameat(dirfd, a->temp, dirfd, a->target)) < 0 ? errno : 0;
-        if (err != EINTR || !ff_retry_eintr(a->intr, &spins))
-            return err;
-        dirfd = a->dirfd;       /* (held, if the handlers had it held) */
+    while (err == EINTR) {
+        if (!ff_retry_eintr(a->intr, &spins))
+            return EINTR;
+        dirfd = a->dirfd;
         if ((err = ff_atomic_temp_ours(a, dirfd, a->temp)))
             return err;
         a->step = FF_STEP_RENAME;
+        err = (dirfd == AT_FDCWD ? rename(a->temp, a->target)
+                                 : renameat(dirfd, a->temp, dirfd, a->target)) < 0 ? errno : 0;
     }
+    return err;
 }
 
-int ff_atomic_commit(struct ff_atomic *a)
+/* rename(temp, target) (renameat in a held directory), EINTR retried.
+ * Without a handler run: one rename(2), nothing more. */
+FF_INLINE_ALWAYS int rename_own(struct ff_atomic *a, int dirfd)
 {
-    int err, dirfd;
+    int err = (dirfd == AT_FDCWD ? rename(a->temp, a->target)
+                                 : renameat(dirfd, a->temp, dirfd, a->target)) < 0 ? errno : 0;
+
+    return err == EINTR ? rename_retry(a) : err;
+}
+
+/* The rename and what follows it, in dirfd. */
+FF_INLINE_ALWAYS int publish_in(struct ff_atomic *a, int dirfd)
+{
+    int err;
+
+    if ((err = ff_atomic_temp_ours(a, dirfd, a->temp)))
+        return err;
+    a->step = FF_STEP_RENAME;
+    if (a->opt.noclobber)
+        err = rename_noreplace(a, dirfd);
+    else
+        err = rename_own(a, dirfd);
+    if (err)
+        return err;
+    a->created = 0;
+
+    if (a->opt.fsync) {
+        a->step = FF_STEP_SYNC_DIR;
+        err = sync_dirs(a);
+        if (err)
+            return err;
+    }
+    a->step = FF_STEP_NONE;
+    return 0;
+}
+
+/* publish_in in the directory held (not inlined: the single call's own
+ * copy is the one with the working directory, a constant) */
+static int publish_held(struct ff_atomic *a)
+{
+    return publish_in(a, a->dirfd);
+}
+
+FF_INLINE_ALWAYS int commit_in(struct ff_atomic *a, int dirfd)
+{
+    int err;
 
     if (a->opt.preserve && a->have_old) {
         err = preserve_old(a);
@@ -1134,31 +1179,20 @@ int ff_atomic_commit(struct ff_atomic *a)
      * still the old one: an alarm handler that dies leaves it untouched. */
     interrupted(a->intr);
 
-    dirfd = a->dirfd;
-    if ((err = ff_atomic_temp_ours(a, dirfd, a->temp)))
-        return err;
-    a->step = FF_STEP_RENAME;
-    if (a->opt.noclobber)
-        err = rename_noreplace(a, dirfd);
-    else
-        err = rename_own(a, dirfd);
-    if (err)
-        return err;
-    a->created = 0;
+    /* the handlers that ran may have had the working directory held */
+    if (dirfd == AT_FDCWD && a->opt.cwd_held)
+        return publish_held(a);
+    return publish_in(a, dirfd);
+}
 
-    if (a->opt.fsync) {
-        a->step = FF_STEP_SYNC_DIR;
-        err = sync_dirs(a);
-        if (err)
-            return err;
-    }
-    a->step = FF_STEP_NONE;
-    return 0;
+int ff_atomic_commit(struct ff_atomic *a)
+{
+    return commit_in(a, AT_FDCWD);
 }
 
 int ff_atomic_commit_held(struct ff_atomic *a)
 {
-    return ff_atomic_commit(a);
+    return commit_in(a, a->dirfd);
 }
 
 void ff_atomic_remove_temp(struct ff_atomic *a)

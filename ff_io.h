@@ -187,7 +187,7 @@ size_t ff_temp_suffix(char *out, long pid);
  * directory fsync (fsync). Relative names from a->dirfd: the directory
  * held (opt.hold_cwd, ff_atomic_pin_cwd), else the working directory. */
 int ff_atomic_commit(struct ff_atomic *a);
-/* The same (the writer's name for it). */
+/* The same where a->dirfd is held from the start (the writer's). */
 int ff_atomic_commit_held(struct ff_atomic *a);
 
 /* User code (a signal handler) is about to run in the middle of a call:
