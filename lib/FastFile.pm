@@ -1273,6 +1273,16 @@ no temporary file) instead of spinning at full CPU; a signal handled starts
 the count again, so signals however frequent never make a call fail. A signal that cuts a C<write> short is handled
 before the rest is written, too. C<EINTR> from C<close> is not an error
 (Linux has closed the descriptor); pending handlers then run before the rename.
+A handler that changes the working directory (C<chdir>) moves nothing of a
+call with a relative name: before handlers first run in the middle of
+L</file_set_contents>, L</file_copy>, L</tempfile> or L</tempfile_contents>,
+the working directory is held open (one C<open>, C<O_PATH>; none where no
+handler runs or the name is absolute), and the rest of the call (the
+temporary file's creation, C<mkdir>, the rename or C<noclobber>'s link, the
+directory's C<fsync>, the removal of the temporary file on an error) happens
+in the directory the call started in. With no descriptor left for it
+(C<EMFILE>) nothing is held, as before. The reference's C<rename> and
+cleanup follow such a C<chdir> and leave its temporary file behind.
 
 =item *
 
