@@ -1280,8 +1280,11 @@ the working directory is held open (one C<open>, C<O_PATH>; none where no
 handler runs or the name is absolute), and the rest of the call (the
 temporary file's creation, C<mkdir>, the rename or C<noclobber>'s link, the
 directory's C<fsync>, the removal of the temporary file on an error) happens
-in the directory the call started in. With no descriptor left for it
-(C<EMFILE>) nothing is held, as before. The reference's C<rename> and
+in the directory the call started in. Not yet so: the look at the old
+target that C<follow_symlinks>, C<preserve> and C<if_changed> take before
+the temporary file exists (a handler run on its C<EINTR> moves the rest of
+that look), and a call with no descriptor left for the hold (C<EMFILE>):
+nothing is held then, as before. The reference's C<rename> and
 cleanup follow such a C<chdir> and leave its temporary file behind.
 
 =item *
