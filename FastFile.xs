@@ -79,8 +79,10 @@ static void S_call_done(pTHX_ void *p)
     struct ff_call *call = (struct ff_call *)p;
 
     PERL_UNUSED_CONTEXT;
-    if (call->atomic.target)
+    if (call->atomic.target) {
         ff_atomic_discard(&call->atomic);
+        ff_atomic_release_cwd(&call->atomic);   /* held where a handler ran */
+    }
     S_unshare(&call->share);
 }
 

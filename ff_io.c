@@ -317,8 +317,10 @@ static int own_orphan(int dirfd, const char *name, mode_t mode, const struct tim
            && (st.st_mode & 07777 & ~mode) == 0 && st.st_ctime + 1 >= started->tv_sec;
 }
 
-int ff_open_excl(int dirfd, const char *name, mode_t mode, int *fd,
-                 const struct ff_eintr *intr)
+/* The directory is read at each try (*dir): a signal handler that runs
+ * between two may have had the working directory held (ff_atomic_pin_cwd). */
+static int open_excl_in(const int *dir, const char *name, mode_t mode, int *fd,
+                        const struct ff_eintr *intr)
 {
     struct timespec started;
     unsigned spins = 0;
@@ -327,6 +329,8 @@ int ff_open_excl(int dirfd, const char *name, mode_t mode, int *fd,
     /* the vDSO's coarse clock: no syscall, ~10 ns */
     clock_gettime(CLOCK_REALTIME_COARSE, &started);
     for (;;) {
+        int dirfd = *dir;
+
         *fd = openat(dirfd, name, FF_TEMP_FLAGS, mode);
         if (*fd >= 0)
             return 0;
@@ -338,23 +342,29 @@ int ff_open_excl(int dirfd, const char *name, mode_t mode, int *fd,
              * would publish our half-written temp as the target. EEXIST:
              * the caller goes on with a random name, as for any taken
              * name; the other writer's rename fails, its target intact. */
-            FF_SYSCALL(gone, intr, unlinkat(dirfd, name, 0));
+            FF_SYSCALL(gone, intr, unlinkat(*dir, name, 0));
             return EEXIST;
         }
         if (err != EINTR)
             return err;
         after_eintr = 1;
         if (!ff_retry_eintr(intr, &spins)) {
-            if (own_orphan(dirfd, name, mode, &started, NULL))
-                FF_SYSCALL(gone, NULL, unlinkat(dirfd, name, 0));
+            if (own_orphan(*dir, name, mode, &started, NULL))
+                FF_SYSCALL(gone, NULL, unlinkat(*dir, name, 0));
             return EINTR;
         }
     }
 }
 
+int ff_open_excl(int dirfd, const char *name, mode_t mode, int *fd,
+                 const struct ff_eintr *intr)
+{
+    return open_excl_in(&dirfd, name, mode, fd, intr);
+}
+
 static int open_temp(struct ff_atomic *a, int *fd)
 {
-    return ff_open_excl(a->dirfd, a->temp, ff_temp_mode(a, a->opt.preserve), fd, a->intr);
+    return open_excl_in(&a->dirfd, a->temp, ff_temp_mode(a, a->opt.preserve), fd, a->intr);
 }
 
 /* The target's and the temp's names made absolute: the working
@@ -499,12 +509,11 @@ static int create_temp(struct ff_atomic *a, size_t base_len)
     return err;
 }
 
-int ff_mkdir_p(char *dir, int *made, const struct ff_eintr *intr)
-{
-    return ff_mkdir_p_at(AT_FDCWD, dir, made, intr);
-}
+/* mkdir relative to *at (or the working directory), read at each try
+ * (see open_excl_in) */
+#define FF_MKDIR_AT(at, dir) (*(at) == AT_FDCWD ? mkdir(dir, 0777) : mkdirat(*(at), dir, 0777))
 
-int ff_mkdir_p_at(int dirfd, char *dir, int *made, const struct ff_eintr *intr)
+static int mkdir_p_in(const int *at, char *dir, int *made, const struct ff_eintr *intr)
 {
     size_t len = strlen(dir);
     int err;
@@ -514,7 +523,7 @@ int ff_mkdir_p_at(int dirfd, char *dir, int *made, const struct ff_eintr *intr)
     for (;;) {
         char *slash;
 
-        FF_SYSCALL(err, intr, dirfd == AT_FDCWD ? mkdir(dir, 0777) : mkdirat(dirfd, dir, 0777));
+        FF_SYSCALL(err, intr, FF_MKDIR_AT(at, dir));
         if (err != ENOENT)
             break;
         slash = strrchr(dir, '/');
@@ -531,12 +540,22 @@ int ff_mkdir_p_at(int dirfd, char *dir, int *made, const struct ff_eintr *intr)
     while (strlen(dir) < len) {
         dir[strlen(dir)] = '/';
         ff_poll_signals(intr);  /* dir names the level not made yet, as on EINTR */
-        FF_SYSCALL(err, intr, dirfd == AT_FDCWD ? mkdir(dir, 0777) : mkdirat(dirfd, dir, 0777));
+        FF_SYSCALL(err, intr, FF_MKDIR_AT(at, dir));
         if (err && err != EEXIST)
             return err;
         ++*made;            /* made here or by a racing creator: ours to sync */
     }
     return 0;
+}
+
+int ff_mkdir_p(char *dir, int *made, const struct ff_eintr *intr)
+{
+    return ff_mkdir_p_at(AT_FDCWD, dir, made, intr);
+}
+
+int ff_mkdir_p_at(int dirfd, char *dir, int *made, const struct ff_eintr *intr)
+{
+    return mkdir_p_in(&dirfd, dir, made, intr);
 }
 
 /* n in decimal at out, NUL-terminated (a long needs at most 3 digits a byte). */
@@ -642,7 +661,7 @@ int ff_atomic_create_named(struct ff_atomic *a, long pid, const char *suffix, si
     if (err == ENOENT && a->opt.mkdir && a->target[len - 1] != '/') {
         a->step = FF_STEP_MKDIR;
         a->step_mem = dir_of(a->target);
-        err = a->step_mem ? ff_mkdir_p_at(a->dirfd, a->step_mem, &a->dirs_made, a->intr) : ENOMEM;
+        err = a->step_mem ? mkdir_p_in(&a->dirfd, a->step_mem, &a->dirs_made, a->intr) : ENOMEM;
         release_step(a);
         if (err)
             return err;
@@ -894,6 +913,14 @@ void ff_wbuf_free(struct ff_wbuf *b)
  * AT_FDCWD): renameat2 where the build and the filesystem have it, else a
  * hard link, which never replaces either. */
 
+/* Where a's relative names are looked up after a callback ran: dirfd,
+ * unless that is the working directory and the handlers that ran had it
+ * held first (ff_atomic_pin_cwd: a chdir of theirs moves nothing). */
+static inline int dir_now(const struct ff_atomic *a, int dirfd)
+{
+    return dirfd == AT_FDCWD ? a->dirfd : dirfd;
+}
+
 /* 1 when from and to in dirfd are one file (device and inode), looked at
  * without a callback: from the link on no handler may run. */
 static int same_file(int dirfd, const char *from, const char *to)
@@ -935,6 +962,7 @@ static int link_then_unlink(struct ff_atomic *a, int dirfd, const char *from, co
         }
         if (!ff_retry_eintr(intr, &spins))  /* nothing published: handlers may run */
             break;
+        dirfd = dir_now(a, dirfd);
         if ((err = ff_atomic_temp_ours(a, dirfd, from)))    /* and may replace the temp */
             return err;
     }
@@ -965,6 +993,7 @@ int ff_noclobber_renameat(struct ff_atomic *a, int dirfd, const char *from, cons
         if (err != EINTR || !ff_retry_eintr(intr, &spins))
             break;
         /* a handler ran: it may have replaced the temp by name */
+        dirfd = dir_now(a, dirfd);
         if ((err = ff_atomic_temp_ours(a, dirfd, from)))
             return err;
     }
@@ -973,11 +1002,13 @@ int ff_noclobber_renameat(struct ff_atomic *a, int dirfd, const char *from, cons
     return link_then_unlink(a, dirfd, from, to, unsupported, intr);
 }
 
-/* The commit and its steps below take dirfd, where relative names are
- * looked up: its code is made twice, for the working directory of the call
+/* The commit's steps below take dirfd, where relative names are looked
+ * up: its code is made twice, for the working directory of the call
  * (ff_atomic_commit: AT_FDCWD, a constant, so the single call's code is
- * what it was, one rename(2), nothing tested) and for a held directory
- * (ff_atomic_commit_held, the writer's). */
+ * one rename(2), nothing tested) and for a held directory (the writer's,
+ * or the single call's once a handler ran: ff_atomic_pin_cwd). Where
+ * handlers may run in the middle of a step, its retries read a->dirfd
+ * again. */
 #if defined(__GNUC__)
 #define FF_INLINE_ALWAYS static inline __attribute__((always_inline))
 #else
@@ -1008,13 +1039,13 @@ static void cut_to_parent(char *dir)
         slash[slash == dir] = '\0';     /* keep the root's own "/" */
 }
 
-/* open (relative to dirfd) and fsync the directory dir; the fd is in *fd
- * meanwhile. */
-static int sync_one_dir(int dirfd, const char *dir, int *fd, const struct ff_eintr *intr)
+/* open (relative to *at, read at each try: see open_excl_in) and fsync
+ * the directory dir; the fd is in *fd meanwhile. */
+static int sync_one_dir(const int *at, const char *dir, int *fd, const struct ff_eintr *intr)
 {
     int err;
 
-    FF_SYSCALL(err, intr, *fd = openat(dirfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    FF_SYSCALL(err, intr, *fd = openat(*at, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (err)
         return err;
     FF_SYSCALL(err, intr, fsync(*fd));
@@ -1023,55 +1054,102 @@ static int sync_one_dir(int dirfd, const char *dir, int *fd, const struct ff_ein
     return err == EINVAL || err == ENOSYS ? 0 : err;    /* cannot sync: not an error */
 }
 
-static int sync_parents_at(int dirfd, char *dir, int levels, int *fd, const struct ff_eintr *intr)
+static int sync_parents_at(const int *at, char *dir, int levels, int *fd,
+                           const struct ff_eintr *intr)
 {
     int err = 0;
 
     while (levels-- > 0 && !err) {
         cut_to_parent(dir);
-        err = sync_one_dir(dirfd, dir, fd, intr);
+        err = sync_one_dir(at, dir, fd, intr);
     }
     return err;
 }
 
 int ff_sync_parents(char *dir, int levels, int *fd, const struct ff_eintr *intr)
 {
-    return sync_parents_at(AT_FDCWD, dir, levels, fd, intr);
+    static const int cwd = AT_FDCWD;
+
+    return sync_parents_at(&cwd, dir, levels, fd, intr);
 }
 
-/* fsync the target's directory (relative to dirfd), then, for each level
- * mkdir made, the parent that holds it: a new directory is only durable
- * once its entry is. */
-FF_INLINE_ALWAYS int sync_dirs(struct ff_atomic *a, int dirfd)
+/* fsync the target's directory (relative to a->dirfd), then, for each
+ * level mkdir made, the parent that holds it: a new directory is only
+ * durable once its entry is. */
+static int sync_dirs(struct ff_atomic *a)
 {
     int err;
 
     a->step_mem = dir_of(a->target);
-    err = a->step_mem ? sync_one_dir(dirfd, a->step_mem, &a->step_fd, a->intr) : ENOMEM;
+    err = a->step_mem ? sync_one_dir(&a->dirfd, a->step_mem, &a->step_fd, a->intr) : ENOMEM;
     if (!err)
-        err = sync_parents_at(dirfd, a->step_mem, a->dirs_made, &a->step_fd, a->intr);
+        err = sync_parents_at(&a->dirfd, a->step_mem, a->dirs_made, &a->step_fd, a->intr);
     release_step(a);
     return err;
 }
 
-/* rename(temp, target) (renameat in a held directory), EINTR retried: a
- * handler that ran meanwhile (its identity then noted) may have replaced
- * the temp, which is checked again before the retry. Without a handler
- * run: one rename(2), nothing more. */
-FF_INLINE_ALWAYS int rename_own(struct ff_atomic *a, int dirfd)
+/* rename_own's retries, after an EINTR: a handler that ran meanwhile (its
+ * identity then noted) may have replaced the temp, which is checked again
+ * before each, and may have had the working directory held (a->dirfd). */
+static int rename_retry(struct ff_atomic *a)
 {
     unsigned spins = 0;
-    int err;
+    int err = EINTR, dirfd;
 
-    for (;;) {
-        err = (dirfd == AT_FDCWD ? rename(a->temp, a->target)
-                                 : renameat(dirfd, a->temp, dirfd, a->target)) < 0 ? errno : 0;
-        if (err != EINTR || !ff_retry_eintr(a->intr, &spins))
-            return err;
+    while (err == EINTR) {
+        if (!ff_retry_eintr(a->intr, &spins))
+            return EINTR;
+        dirfd = a->dirfd;
         if ((err = ff_atomic_temp_ours(a, dirfd, a->temp)))
             return err;
         a->step = FF_STEP_RENAME;
+        err = (dirfd == AT_FDCWD ? rename(a->temp, a->target)
+                                 : renameat(dirfd, a->temp, dirfd, a->target)) < 0 ? errno : 0;
     }
+    return err;
+}
+
+/* rename(temp, target) (renameat in a held directory), EINTR retried.
+ * Without a handler run: one rename(2), nothing more. */
+FF_INLINE_ALWAYS int rename_own(struct ff_atomic *a, int dirfd)
+{
+    int err = (dirfd == AT_FDCWD ? rename(a->temp, a->target)
+                                 : renameat(dirfd, a->temp, dirfd, a->target)) < 0 ? errno : 0;
+
+    return err == EINTR ? rename_retry(a) : err;
+}
+
+/* The rename and what follows it, in dirfd. */
+FF_INLINE_ALWAYS int publish_in(struct ff_atomic *a, int dirfd)
+{
+    int err;
+
+    if ((err = ff_atomic_temp_ours(a, dirfd, a->temp)))
+        return err;
+    a->step = FF_STEP_RENAME;
+    if (a->opt.noclobber)
+        err = rename_noreplace(a, dirfd);
+    else
+        err = rename_own(a, dirfd);
+    if (err)
+        return err;
+    a->created = 0;
+
+    if (a->opt.fsync) {
+        a->step = FF_STEP_SYNC_DIR;
+        err = sync_dirs(a);
+        if (err)
+            return err;
+    }
+    a->step = FF_STEP_NONE;
+    return 0;
+}
+
+/* publish_in in the directory held (not inlined: the single call's own
+ * copy is the one with the working directory, a constant) */
+static int publish_held(struct ff_atomic *a)
+{
+    return publish_in(a, a->dirfd);
 }
 
 FF_INLINE_ALWAYS int commit_in(struct ff_atomic *a, int dirfd)
@@ -1102,25 +1180,10 @@ FF_INLINE_ALWAYS int commit_in(struct ff_atomic *a, int dirfd)
      * still the old one: an alarm handler that dies leaves it untouched. */
     interrupted(a->intr);
 
-    if ((err = ff_atomic_temp_ours(a, dirfd, a->temp)))
-        return err;
-    a->step = FF_STEP_RENAME;
-    if (a->opt.noclobber)
-        err = rename_noreplace(a, dirfd);
-    else
-        err = rename_own(a, dirfd);
-    if (err)
-        return err;
-    a->created = 0;
-
-    if (a->opt.fsync) {
-        a->step = FF_STEP_SYNC_DIR;
-        err = sync_dirs(a, dirfd);
-        if (err)
-            return err;
-    }
-    a->step = FF_STEP_NONE;
-    return 0;
+    /* the handlers that ran may have had the working directory held */
+    if (dirfd == AT_FDCWD && a->opt.cwd_held)
+        return publish_held(a);
+    return publish_in(a, dirfd);
 }
 
 int ff_atomic_commit(struct ff_atomic *a)
@@ -1187,6 +1250,20 @@ void ff_atomic_close_cwd(struct ff_atomic *a)
     a->opt.cwd_held = 0;
     ff_close_read(a->dirfd);
     a->dirfd = AT_FDCWD;
+}
+
+void ff_atomic_pin_cwd(struct ff_atomic *a)
+{
+    int fd, err;
+
+    if (!a || !a->target || a->opt.cwd_held || a->target[0] == '/')
+        return;
+    /* no callback: the handlers are about to run, not yet */
+    FF_SYSCALL(err, NULL, fd = open(".", FF_O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (err)
+        return;
+    a->dirfd = fd;
+    a->opt.cwd_held = 1;
 }
 
 void ff_atomic_note_temp(struct ff_atomic *a, int dirfd, const char *name)

@@ -201,12 +201,23 @@ size_t ff_temp_suffix(char *out, long pid);
 
 /* The old file's owner and mode (preserve), fdatasync (fsync), close, the
  * intr callback (pending signal handlers), rename or no-clobber link,
- * directory fsync (fsync). Relative names from the working directory of
- * the call. */
+ * directory fsync (fsync). Relative names from a->dirfd: the directory
+ * held (opt.hold_cwd, ff_atomic_pin_cwd), else the working directory. */
 int ff_atomic_commit(struct ff_atomic *a);
-/* The same, relative names from the directory held (opt.hold_cwd, or the
- * working directory of the call where none is): the writer's. */
+/* The same where a->dirfd is held from the start (the writer's). */
 int ff_atomic_commit_held(struct ff_atomic *a);
+
+/* User code (a signal handler) is about to run in the middle of a call:
+ * a relative target's working directory is held from now on in a->dirfd
+ * (O_PATH), so that a chdir of that code moves none of the call's later
+ * steps (the temp's open, mkdir, rename or link, the directory's fsync,
+ * the temp's removal): they stay where the call started. Once; nothing
+ * when held already, the target absolute, a NULL or not set up yet. No
+ * fd left (EMFILE) or, without O_PATH, a directory it may not read:
+ * nothing held (the call goes on as before). Costs nothing to a call no
+ * handler reaches; the owner calls ff_atomic_release_cwd after its last
+ * discard. */
+void ff_atomic_pin_cwd(struct ff_atomic *a);
 
 /* Close the directory held, after the last discard (which may still need
  * it to remove the temp). Safe to call again, or with none held. */

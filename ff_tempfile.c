@@ -41,7 +41,7 @@ static inline int ff_memfd_create(const char *name)
 /* The reference's fallback: <dir>/.tmpfile.<pid>, exclusive, unlinked at once.
  * The name is on the stack: a signal handler that dies in the open's EINTR
  * retry leaves this function by longjmp, and would leak a malloc'd one. */
-static int open_named(const char *dir, int flags, mode_t perm, int *fd,
+static int open_named(const char *dir, int flags, mode_t perm, const int *at, int *fd,
                       const struct ff_eintr *intr)
 {
     char path[PATH_MAX + sizeof("/.tmpfile.") + 3 * sizeof(long)];
@@ -50,14 +50,26 @@ static int open_named(const char *dir, int flags, mode_t perm, int *fd,
     if (strlen(dir) >= PATH_MAX)
         return ENAMETOOLONG;    /* as open(2) finds it */
     snprintf(path, sizeof path, "%s/.tmpfile.%ld", dir, (long)getpid());
-    FF_SYSCALL(err, intr, *fd = open(path, flags | O_CREAT | O_EXCL, perm));
+    FF_SYSCALL(err, intr, *fd = openat(*at, path, flags | O_CREAT | O_EXCL, perm));
+    if (!err)       /* as the reference: its result unchecked */
+        (void)(*at == AT_FDCWD ? unlink(path) : unlinkat(*at, path, 0));
+    return err;
+}
+
+int ff_tempfile_hold_cwd(const char *dir, int *at)
+{
+    int fd, err;
+
+    if (dir[0] == '/')
+        return 0;
+    FF_SYSCALL(err, NULL, fd = open(".", FF_O_PATH | O_DIRECTORY | O_CLOEXEC));
     if (!err)
-        (void)unlink(path);         /* as the reference: its result unchecked */
+        *at = fd;
     return err;
 }
 
 int ff_tempfile_open(const char *dir, int dir_given, int flags, int allow_links, mode_t perm,
-                     int *fd, const struct ff_eintr *intr)
+                     const int *at, int *fd, const struct ff_eintr *intr)
 {
 #if FF_HAVE_O_TMPFILE
     int err;
@@ -65,7 +77,7 @@ int ff_tempfile_open(const char *dir, int dir_given, int flags, int allow_links,
 
     flags |= O_CLOEXEC | (allow_links ? 0 : O_EXCL);
 #if FF_HAVE_O_TMPFILE
-    FF_SYSCALL(err, intr, *fd = open(dir, flags | O_TMPFILE, perm));
+    FF_SYSCALL(err, intr, *fd = openat(*at, dir, flags | O_TMPFILE, perm));
     if (err != EOPNOTSUPP)
         return err;
     if (!dir_given) {
@@ -86,7 +98,7 @@ int ff_tempfile_open(const char *dir, int dir_given, int flags, int allow_links,
 #else
     (void)dir_given;
 #endif
-    return open_named(dir_given ? dir : "/tmp", flags, perm, fd, intr);
+    return open_named(dir_given ? dir : "/tmp", flags, perm, at, fd, intr);
 }
 
 int ff_create_owned(const char *path, uid_t uid, gid_t gid, mode_t perm, int *fd,

@@ -18,9 +18,17 @@
  * named file "<dir>/.tmpfile.<pid>" ("/tmp" for a dir not given), unlinked
  * at once. The portable build takes the named file. Returns 0 with *fd
  * (O_CLOEXEC), or an errno. (Which it made shows in /proc/self/fd: "#<ino>
- * (deleted)", "/memfd:tempfile (deleted)", ".tmpfile.<pid> (deleted)".) */
+ * (deleted)", "/memfd:tempfile (deleted)", ".tmpfile.<pid> (deleted)".)
+ * A relative dir is taken from *at (AT_FDCWD: the working directory), read
+ * at each try: a signal handler that runs between two may have had the
+ * working directory held there, so that its chdir moves nothing. */
 int ff_tempfile_open(const char *dir, int dir_given, int flags, int allow_links, mode_t perm,
-                     int *fd, const struct ff_eintr *intr);
+                     const int *at, int *fd, const struct ff_eintr *intr);
+
+/* For a relative dir, the working directory held (O_PATH) in *at, which
+ * was AT_FDCWD; nothing for an absolute one. Returns 0 or an errno (*at
+ * then as it was). */
+int ff_tempfile_hold_cwd(const char *dir, int *at);
 
 /* create_owned_file_fh's file: path created with O_WRONLY|O_CREAT|O_EXCL
  * and perm, then fchown(uid, gid) on the fd. *step says what failed:

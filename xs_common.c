@@ -394,6 +394,7 @@ int ffxs_on_eintr(void *ctx)
         if (!g->pid)
             g->pid = dollar_pid();
         SAVEDESTRUCTOR_X(S_handlers_done, g);
+        ff_atomic_pin_cwd(g->atomic);   /* the handlers could chdir */
         if (g->atomic)      /* the handlers could replace the temp by name */
             ff_atomic_note_temp(g->atomic, AT_FDCWD, g->atomic->temp);
     }
@@ -455,6 +456,7 @@ static void S_discard(pTHX_ void *atomic)
 {
     PERL_UNUSED_CONTEXT;
     ff_atomic_discard((struct ff_atomic *)atomic);
+    ff_atomic_release_cwd((struct ff_atomic *)atomic);     /* (a handler's pin) */
 }
 
 void ffxs_discard_at_leave(pTHX_ struct ff_atomic *a)

@@ -97,12 +97,36 @@ static SV *S_open_name(pTHX_ SV *name, const char *op)
  * and for a NUL byte in it (with perl's warning). */
 #define openable(path, op) (SvCUR(path) > 0 && safe_path(path, op))
 
+/* A tempfile's intr callback: ffxs_on_eintr, and before the handlers run
+ * the first time, a relative directory's base (the working directory)
+ * held in cwd_fd (closed when the caller's scope is left): a chdir of
+ * theirs moves nothing of the call. Nothing held where no handler runs. */
+struct tempfile_eintr {
+    struct ff_guard guard;
+    const char *dir;        /* the directory, once known (else NULL) */
+    int cwd_fd;             /* AT_FDCWD, or the working directory held */
+};
+
+static int S_tempfile_on_eintr(void *ctx)
+{
+    struct tempfile_eintr *t = (struct tempfile_eintr *)ctx;
+    dTHX;
+
+    if (PL_sig_pending && t->cwd_fd == AT_FDCWD && t->dir) {
+        /* (none held, no fd left: from the working directory, as before) */
+        ff_tempfile_hold_cwd(t->dir, &t->cwd_fd);
+        if (t->cwd_fd != AT_FDCWD)
+            SAVEDESTRUCTOR_X(ffxs_close_fd_at_leave, &t->cwd_fd);
+    }
+    return ffxs_on_eintr(&t->guard);
+}
+
 SV *ffxs_tempfile(pTHX_ SV *data, SV *perm, SV *dir, bool dir_given, SV *flags,
                   bool allow_links)
 {
     const char *op = "tempfile_contents";
-    struct ff_guard guard = { NULL, 0, FALSE, FALSE, FF_GUARD_PERL, NULL };
-    struct ff_eintr intr = { ffxs_on_eintr, &guard, NULL };
+    struct tempfile_eintr tintr = { { NULL, 0, FALSE, FALSE, FF_GUARD_PERL, NULL }, NULL, AT_FDCWD };
+    struct ff_eintr intr = { S_tempfile_on_eintr, &tintr, NULL };
     SV *dir_sv, *ors_sv = NULL;
     const char *buf, *ors = "";
     STRLEN len, ors_len = 0;
@@ -128,9 +152,10 @@ SV *ffxs_tempfile(pTHX_ SV *data, SV *perm, SV *dir, bool dir_given, SV *flags,
     }
     open_flags = (int)SvIV(flags);
     SAVEDESTRUCTOR_X(ffxs_close_fd_at_leave, &fd);
+    tintr.dir = SvPVX(dir_sv);
     err = openable(dir_sv, "tempfile")
               ? ff_tempfile_open(SvPVX(dir_sv), dir_given, open_flags, allow_links,
-                                 (mode_t)SvIV(perm), &fd, &intr)
+                                 (mode_t)SvIV(perm), &tintr.cwd_fd, &fd, &intr)
               : ENOENT;
     if (err)
         croak_errno(err, "failed to create tempfile: ");

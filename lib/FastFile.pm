@@ -87,17 +87,33 @@ sub _tempfile_args {
     return ($perm // 0600, $dir, $given, $opts->{mode} // 2, $opts->{allow_links} ? 1 : 0);
 }
 
+# IO::File is the handle's class: loaded first where it can be; with no fd
+# left to load it (EMFILE) the XSUB runs first, so that its own error
+# ($! EMFILE) is the one seen, and the module is loaded after it if it can
+# be (as atomic_writer does; perl loads it at a handle's first method call)
 sub tempfile {
     my ($perm, %opts) = @_;
-    require IO::File;                  # the handle's class
-    return _tempfile(_tempfile_args($perm, \%opts));
+    my @args = _tempfile_args($perm, \%opts);
+    return _tempfile(@args) if $INC{'IO/File.pm'} || _load_io_file();
+    my $fh = _tempfile(@args);
+    _load_io_file();    # (or perl loads it at the first method call)
+    return $fh;
 }
 
 sub tempfile_contents {
     my (undef, $perm, %opts) = @_;     # the data is read once, by the XSUB
-    require IO::File;
-    my $fh = _tempfile_contents($_[0], _tempfile_args($perm, \%opts));
+    my @args = _tempfile_args($perm, \%opts);
+    my $loaded = $INC{'IO/File.pm'} || _load_io_file();
+    my $fh = _tempfile_contents($_[0], @args);
+    _load_io_file() unless $loaded;    # (or perl loads it at the first method call)
     return ("/proc/$$/fd/" . fileno($fh), $fh);
+}
+
+# true when IO/File.pm is loaded now; the caller's $@ and die handler see
+# nothing of a failure
+sub _load_io_file {
+    local ($@, $SIG{__DIE__});
+    return eval { require IO::File; 1 };
 }
 
 sub create_owned_file_fh {
@@ -1257,6 +1273,19 @@ no temporary file) instead of spinning at full CPU; a signal handled starts
 the count again, so signals however frequent never make a call fail. A signal that cuts a C<write> short is handled
 before the rest is written, too. C<EINTR> from C<close> is not an error
 (Linux has closed the descriptor); pending handlers then run before the rename.
+A handler that changes the working directory (C<chdir>) moves nothing of a
+call with a relative name: before handlers first run in the middle of
+L</file_set_contents>, L</file_copy>, L</tempfile> or L</tempfile_contents>,
+the working directory is held open (one C<open>, C<O_PATH>; none where no
+handler runs or the name is absolute), and the rest of the call (the
+temporary file's creation, C<mkdir>, the rename or C<noclobber>'s link, the
+directory's C<fsync>, the removal of the temporary file on an error) happens
+in the directory the call started in. Not yet so: the look at the old
+target that C<follow_symlinks>, C<preserve> and C<if_changed> take before
+the temporary file exists (a handler run on its C<EINTR> moves the rest of
+that look), and a call with no descriptor left for the hold (C<EMFILE>):
+nothing is held then, as before. The reference's C<rename> and
+cleanup follow such a C<chdir> and leave its temporary file behind.
 
 =item *
 

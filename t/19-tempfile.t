@@ -302,4 +302,37 @@ SKIP: {
     ok(!-e "$dir/t-$_", "-T: a tainted $_: nothing created") for qw(uid gid perm);
 }
 
+# Out of fds (EMFILE): tempfile and tempfile_contents loaded IO::File (the
+# handle's class) first, and with no fd left said "Can't locate IO/File.pm":
+# now the op's own error, $! EMFILE, and a handle where one fd is free
+# (IO::File then loaded if it can be, else at the first method call). One
+# child perl under ulimit -n 32 opens /dev/null until EMFILE, then calls
+# each with 0 and 1 of them closed.
+{
+    my $code = <<'PERL';
+use Errno ();
+use FastFile qw(tempfile tempfile_contents);
+my ($dir) = @ARGV;
+my @held;
+while (open my $h, '<', '/dev/null') { push @held, $h }
+$!{EMFILE} or die "open: $!\n";
+for my $free (0, 1) {
+    splice @held, 0, 1 if $free;
+    for my $call ([ tempfile => sub { tempfile(0600, dir => $dir) } ],
+                  [ tempfile_contents => sub { (tempfile_contents("x\n", 0600, dir => $dir))[1] } ]) {
+        my $fh = eval { $call->[1]->() };
+        my $errno = $! + 0;
+        print "$call->[0] $free: ", $fh ? 'a ' . ref($fh) . "\n" : "errno $errno: $@";
+        close $fh if $fh;
+    }
+}
+PERL
+    my ($status, $out) = run_perl($code, args => [$dir], ulimit_n => 32);
+    is($status, 0, 'fds exhausted: tempfile, tempfile_contents') or diag $out;
+    my $emfile = "errno 24: failed to create tempfile: " . FFTest::errno_text(24) . "\n";
+    is($out, "tempfile 0: $emfile" . "tempfile_contents 0: $emfile"
+             . "tempfile 1: a IO::File\n" . "tempfile_contents 1: a IO::File\n",
+       "... no fd free: the op's own error (EMFILE), not IO::File's loading; one free: a handle");
+}
+
 done_testing();

@@ -1,0 +1,146 @@
+#!perl
+# A signal handler that chdirs in the middle of a call with a relative name
+# (dispatched on an EINTR that strace injects with signal=USR1, at each step
+# where one can come): the call goes on in the directory it started in.
+# The target lands there, no temp is left in either directory, the other
+# directory stays empty; a handler that chdirs and dies: the old target
+# (or, after the rename, the new one) and no temp, in the right directory.
+# Also: tempfile_contents' file is made in the directory it started in.
+use strict;
+use warnings;
+
+BEGIN { $ENV{LC_ALL} = 'C'; delete $ENV{LANGUAGE} }
+
+use Test::More;
+use lib 't/lib';
+use FFTest qw(strace_why strace_calls slurp spew);
+use File::Temp ();
+use FastFile ();
+
+plan skip_all => strace_why() if strace_why();
+
+umask 022;
+my $ROOT = File::Temp::tempdir('ff88-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+my $SEQ  = 0;
+my $OLD  = "old\n";
+my $NEW  = "new\n";
+
+# Each case: the call, its options, the fault, and whether the handler's
+# die comes after the rename (the directory's fsync).
+my @steps = (
+    [ 'openat of the temp',            {},                  ['openat:error=EINTR:signal=USR1:when=1'] ],
+    [ 'write (file_copy: copy_file_range)', {},                  ['write:error=EINTR:signal=USR1:when=1'] ],
+    [ 'rename',                        {},                  ['rename:error=EINTR:signal=USR1:when=1'] ],
+    [ 'fdatasync (fsync => 1)',        { fsync => 1 },      ['fdatasync:error=EINTR:signal=USR1:when=1'] ],
+    [ 'fsync of the dir (fsync => 1)', { fsync => 1 },      ['fsync:error=EINTR:signal=USR1:when=1'], 'after' ],
+    [ 'mkdir (mkdir => 1)',            { mkdir => 1 },      ['mkdir:error=EINTR:signal=USR1:when=1'], undef, 'sub/rel' ],
+    [ 'renameat2 (noclobber => 1)',    { noclobber => 1 },  ['renameat2:error=EINTR:signal=USR1:when=1'], undef, undef, 'new' ],
+    [ 'linkat (noclobber => 1, no renameat2)', { noclobber => 1 },
+      ['renameat2:error=EINVAL', 'linkat:error=EINTR:signal=USR1:when=1'], undef, undef, 'new' ],
+);
+
+# What this build calls (the portable one: no renameat2, no copy_file_range)
+my $BUILD = FastFile::_build_info();
+@steps = grep { $BUILD->{renameat2} || $_->[2][0] !~ /^renameat2:error=EINTR/ } @steps;
+@steps = grep { $BUILD->{fdatasync} || $_->[2][0] !~ /^f(?:data)?sync:/ } @steps;   # (one fsync for both)
+
+# file_copy's first openat is its source's; the kernel copies (copy_file_range)
+my %copy_inject = ('openat:error=EINTR:signal=USR1:when=1' => 'openat:error=EINTR:signal=USR1:when=2',
+                   $BUILD->{copy_file_range}
+                   ? ('write:error=EINTR:signal=USR1:when=1' => 'copy_file_range:error=EINTR:signal=USR1:when=1') : ());
+
+# Each case a strace session of its own (strace_calls shares one among the
+# specs with the same strace arguments: -s, the string length logged, tells
+# them apart): the case then runs in the attached worker itself, and no
+# injection (signal=USR1, to which only the case has a handler) can land in
+# the worker's own syscalls between cases.
+my $SESSION = 0;
+sub session { return [ '-s', 32 + $SESSION++ ] }
+
+my (@specs, @cases);
+for my $fn (qw(file_set_contents file_copy)) {
+    for my $step (@steps) {
+        my ($label, $opts, $inject, $after, $name, $new) = @$step;
+        $name //= 'rel';
+        $inject = [ map { $fn eq 'file_copy' ? $copy_inject{$_} // $_ : $_ } @$inject ];
+        for my $die (0, 1) {
+            my $dir = "$ROOT/" . ++$SEQ;
+            my ($a, $b) = ("$dir/a", "$dir/b");
+            mkdir $_ or die "mkdir $_: $!" for $dir, $a, $b;
+            spew("$a/$name", $OLD) unless $new || $name =~ m{/};
+            spew("$dir/src", $NEW);
+            my $call = $fn eq 'file_copy' ? 'file_copy($S, $N, undef, $O)' : 'file_set_contents($N, "new\n", $O)';
+            push @cases, { label => "$fn, $label" . ($die ? ', handler dies' : ''), a => $a, b => $b,
+                           name => $name, die => $die, after => $after, new => $new };
+            push @specs, {
+                code => 'my ($A, $B, $N, $S, $DIE) = @ARGV; chdir $A or die "chdir $A: $!\n";'
+                      . ' local $SIG{USR1} = sub { chdir $B or die "chdir $B: $!\n"; die "handler died\n" if $DIE };'
+                      . " my \$r = eval { $call; 1 }; my \$e = \$\@; chdir '/'; die \$e unless \$r; 1",
+                args => [ $a, $b, $name, "$dir/src", $die ], opts => $opts,
+                inject => $inject, trace => 'injected', attach => 1, timeout => 120, strace => session() };
+        }
+    }
+}
+
+# tempfile_contents in a relative directory: the open's EINTR
+for my $die (0, 1) {
+    my $dir = "$ROOT/" . ++$SEQ;
+    my ($a, $b) = ("$dir/a", "$dir/b");
+    mkdir $_ or die "mkdir $_: $!" for $dir, $a, $b, "$a/t", "$b/t";
+    push @cases, { label => 'tempfile_contents, open' . ($die ? ', handler dies' : ''), a => $a, b => $b,
+                   die => $die, tempfile => 1 };
+    push @specs, {
+        code => 'my ($A, $B, $DIE) = @ARGV; chdir $A or die "chdir $A: $!\n";'
+              . ' local $SIG{USR1} = sub { chdir $B or die "chdir $B: $!\n"; die "handler died\n" if $DIE };'
+              . ' my ($path, $fh) = eval { tempfile_contents("new\n", 0600, dir => "t") }; my $e = $@; chdir "/";'
+              . ' die $e unless $fh; my $l = readlink $path; die "no link: $!\n" unless defined $l; $l',
+        setup => 'require IO::File',    # its loading opens files: before the traced call
+        args => [ $a, $b, $die ], inject => ['openat:error=EINTR:signal=USR1:when=1'],
+        trace => 'injected', attach => 1, timeout => 120, strace => session() };
+}
+
+my $res = strace_calls(\@specs, jobs => 2);
+
+sub listing {
+    my ($d) = @_;
+    opendir my $dh, $d or return "($d: $!)";
+    my @n;
+    for my $e (sort grep { !/^\.\.?\z/ } readdir $dh) {
+        my $in = -d "$d/$e" ? listing("$d/$e") : undef;
+        push @n, !defined $in ? $e : $in eq '' ? "$e/" : map { "$e/$_" } split / /, $in;
+    }
+    return join ' ', @n;
+}
+
+for my $i (0 .. $#cases) {
+    my ($c, $r) = ($cases[$i], $res->[$i]);
+    my $l = $c->{label};
+    ok($r->{injected} >= 1, "$l: the fault was injected") or diag($r->{log});
+    if ($c->{tempfile}) {
+        if ($c->{die}) {
+            is($r->{err}, "handler died\n", "$l: the handler's die");
+        } else {
+            ok($r->{ok}, "$l: made") or diag($r->{err});
+            like($r->{ret} // '', qr{\A\Q$c->{a}\E/t/}, "$l: in the directory it started in");
+        }
+        is(listing($c->{a}), 't/', "$l: nothing left in the starting directory");
+        is(listing($c->{b}), 't/', "$l: nothing in the handler's directory");
+        next;
+    }
+    my $name = $c->{name};
+    my $target = "$c->{a}/$name";
+    if (!$c->{die}) {
+        ok($r->{ok}, "$l: written") or diag($r->{err});
+        is(slurp($target), $NEW, "$l: the target in the starting directory has the new content");
+    } else {
+        is($r->{err}, "handler died\n", "$l: the handler's die");
+        my $want = $c->{after} ? $NEW : $c->{new} || $name =~ m{/} ? undef : $OLD;
+        is(slurp($target), $want, "$l: the target " . ($c->{after} ? 'renamed before the die' : 'untouched'));
+    }
+    my $left = listing($c->{a});
+    my $want_a = -e $target ? $name : '';
+    is($left, $want_a, "$l: no temp left in the starting directory");
+    is(listing($c->{b}), '', "$l: nothing in the handler's directory");
+}
+
+done_testing();
