@@ -30,7 +30,7 @@ struct ff_share {
 };
 
 /* The share given back. */
-static void S_unshare(struct ff_share *share)
+FF_HOT static void S_unshare(struct ff_share *share)
 {
     U8 *count;
 
@@ -47,7 +47,7 @@ static void S_unshare(struct ff_share *share)
 /* sv's bytes shared into *share (given back by the call's destructor):
  * TRUE, or FALSE when sv is not a plain byte string perl can share (then
  * snapshot()). */
-static bool S_share_bytes(SV *sv, struct ff_share *share)
+FF_HOT static bool S_share_bytes(SV *sv, struct ff_share *share)
 {
 #if defined(SvCANCOW) && defined(CowREFCNT)
     if (!SvMAGICAL(sv) && SvPOK(sv) && !SvUTF8(sv) && SvLEN(sv) && SvCANCOW(sv)) {
@@ -74,7 +74,7 @@ struct ff_call {
     struct ff_share share;      /* plain data: its bytes, shared */
 };
 
-static void S_call_done(pTHX_ void *p)
+FF_HOT static void S_call_done(pTHX_ void *p)
 {
     struct ff_call *call = (struct ff_call *)p;
 
@@ -85,7 +85,7 @@ static void S_call_done(pTHX_ void *p)
 }
 
 /* Returns 1 when the file was written, 0 when if_changed found it the same. */
-static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force)
+FF_HOT static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force)
 {
     const char *op = "file_set_contents";
     SV *ors_sv = NULL;
@@ -564,6 +564,13 @@ static SV *S_file_read_firstline(pTHX_ SV *filename)
     return line;
 }
 #define file_read_firstline(filename) S_file_read_firstline(aTHX_ filename)
+
+/* xsubpp's wrapper of file_set_contents, next to the rest of its path
+ * (declared as xsubpp defines it, XS_EUPXS: internal unless
+ * PERL_EUPXS_ALWAYS_EXPORT) */
+#if defined(XS_INTERNAL) && !defined(PERL_EUPXS_ALWAYS_EXPORT)
+XS_INTERNAL(XS_FastFile_file_set_contents) FF_HOT;
+#endif
 
 MODULE = FastFile    PACKAGE = FastFile
 
