@@ -113,6 +113,7 @@ FF_HOT static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV
      * unwinds, before the frame is left. No ENTER: no local() is made here,
      * only savestack entries, so the index is all that must be restored. */
     const I32 saved_ix = PL_savestack_ix;
+    I32 call_ix, done_ix;                    /* where S_call_done's entry starts, ends */
 
     /* As the reference's my (...) = @_: each argument's get-magic once, in
      * order, into a snapshot, before any user code (overloading) can run;
@@ -124,7 +125,9 @@ FF_HOT static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV
     }
     a->target = NULL;
     call.share.pv = NULL;
+    call_ix = PL_savestack_ix;
     SAVEDESTRUCTOR_X(S_call_done, &call);
+    done_ix = PL_savestack_ix;
     SvGETMAGIC(filename);
     /* a plain name: copied, no SV; else an SV snapshot (path_arg below) */
     if (name_copy(filename, name_buf, &path))
@@ -225,6 +228,14 @@ FF_HOT static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV
         if (err)
             croak_step(a, err, path_sv(&path));
     }
+    /* The scope left as LEAVE_SCOPE(saved_ix) would, with S_call_done's
+     * own entry run here instead of by leave_scope's general loop (which
+     * a plain call then never enters): what was pushed after it (the
+     * options hash's hold, an encoded copy), then it, then hold_args'
+     * holds from before it. */
+    LEAVE_SCOPE(done_ix);
+    PL_savestack_ix = call_ix;
+    S_call_done(aTHX_ &call);
     LEAVE_SCOPE(saved_ix);
     /* $! as the reference leaves it: its sysopen's ENOTTY (perl asks
      * isatty), cleared by syswrite when there were bytes to write */
