@@ -33,8 +33,8 @@ my %ablation = (
     # by hand on the way out
     nodestructor => [
         [ 'FastFile.xs', 'SAVEDESTRUCTOR_X(S_call_done, &call);', '' ],
-        [ 'FastFile.xs', "    LEAVE_SCOPE(saved_ix);\n    /* \$! as the reference",
-          "    S_unshare(&call.share);\n    LEAVE_SCOPE(saved_ix);\n    /* \$! as the reference" ],
+        [ 'FastFile.xs', "    LEAVE_SCOPE(done_ix);\n    PL_savestack_ix = call_ix;\n    S_call_done(aTHX_ &call);\n",
+          "    S_unshare(&call.share);\n" ],
     ],
     # the cached pid's fork check (xs_pid.c: the page every child gets
     # zeroed, and $$ as the script may have set it): a static pid instead,
