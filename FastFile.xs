@@ -30,7 +30,7 @@ struct ff_share {
 };
 
 /* The share given back. */
-static void S_unshare(struct ff_share *share)
+FF_HOT static void S_unshare(struct ff_share *share)
 {
     U8 *count;
 
@@ -47,7 +47,7 @@ static void S_unshare(struct ff_share *share)
 /* sv's bytes shared into *share (given back by the call's destructor):
  * TRUE, or FALSE when sv is not a plain byte string perl can share (then
  * snapshot()). */
-static bool S_share_bytes(SV *sv, struct ff_share *share)
+FF_HOT static bool S_share_bytes(SV *sv, struct ff_share *share)
 {
 #if defined(SvCANCOW) && defined(CowREFCNT)
     if (!SvMAGICAL(sv) && SvPOK(sv) && !SvUTF8(sv) && SvLEN(sv) && SvCANCOW(sv)) {
@@ -74,7 +74,7 @@ struct ff_call {
     struct ff_share share;      /* plain data: its bytes, shared */
 };
 
-static void S_call_done(pTHX_ void *p)
+FF_HOT static void S_call_done(pTHX_ void *p)
 {
     struct ff_call *call = (struct ff_call *)p;
 
@@ -87,7 +87,7 @@ static void S_call_done(pTHX_ void *p)
 }
 
 /* Returns 1 when the file was written, 0 when if_changed found it the same. */
-static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force)
+FF_HOT static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force)
 {
     const char *op = "file_set_contents";
     SV *ors_sv = NULL;
@@ -115,6 +115,7 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
      * unwinds, before the frame is left. No ENTER: no local() is made here,
      * only savestack entries, so the index is all that must be restored. */
     const I32 saved_ix = PL_savestack_ix;
+    I32 call_ix, done_ix;                    /* where S_call_done's entry starts, ends */
 
     /* As the reference's my (...) = @_: each argument's get-magic once, in
      * order, into a snapshot, before any user code (overloading) can run;
@@ -126,7 +127,9 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
     }
     a->target = NULL;
     call.share.pv = NULL;
+    call_ix = PL_savestack_ix;
     SAVEDESTRUCTOR_X(S_call_done, &call);
+    done_ix = PL_savestack_ix;
     SvGETMAGIC(filename);
     /* a plain name: copied, no SV; else an SV snapshot (path_arg below) */
     if (name_copy(filename, name_buf, &path))
@@ -228,6 +231,14 @@ static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV *force
         if (err)
             croak_step(a, err, path_sv(&path));
     }
+    /* The scope left as LEAVE_SCOPE(saved_ix) would, with S_call_done's
+     * own entry run here instead of by leave_scope's general loop (which
+     * a plain call then never enters): what was pushed after it (the
+     * options hash's hold, an encoded copy), then it, then hold_args'
+     * holds from before it. */
+    LEAVE_SCOPE(done_ix);
+    PL_savestack_ix = call_ix;
+    S_call_done(aTHX_ &call);
     LEAVE_SCOPE(saved_ix);
     /* $! as the reference leaves it: its sysopen's ENOTTY (perl asks
      * isatty), cleared by syswrite when there were bytes to write */
@@ -569,6 +580,13 @@ static SV *S_file_read_firstline(pTHX_ SV *filename)
     return line;
 }
 #define file_read_firstline(filename) S_file_read_firstline(aTHX_ filename)
+
+/* xsubpp's wrapper of file_set_contents, next to the rest of its path
+ * (declared as xsubpp defines it, XS_EUPXS: internal unless
+ * PERL_EUPXS_ALWAYS_EXPORT) */
+#if defined(XS_INTERNAL) && !defined(PERL_EUPXS_ALWAYS_EXPORT)
+XS_INTERNAL(XS_FastFile_file_set_contents) FF_HOT;
+#endif
 
 MODULE = FastFile    PACKAGE = FastFile
 

@@ -68,7 +68,7 @@ int ff_atomic_init(struct ff_atomic *a, const char *path, const struct ff_option
  * draws the line: every member of the group can plant a file there. */
 #define FF_STICKY_SHARED(mode) (((mode) & S_ISVTX) && ((mode) & (S_IWOTH | S_IWGRP)))
 
-void ff_atomic_init_lent(struct ff_atomic *a, const char *path, size_t path_len,
+FF_HOT void ff_atomic_init_lent(struct ff_atomic *a, const char *path, size_t path_len,
                          const struct ff_options *opt, const struct ff_eintr *intr,
                          char *temp_buf)
 {
@@ -199,7 +199,7 @@ static int resolve_symlinks(struct ff_atomic *a)
     }
 }
 
-int ff_atomic_prepare(struct ff_atomic *a)
+FF_HOT int ff_atomic_prepare(struct ff_atomic *a)
 {
     int err;
 
@@ -282,7 +282,7 @@ int ff_atomic_unchanged(struct ff_atomic *a, const char *buf, size_t len, const 
     return same;
 }
 
-mode_t ff_temp_mode(const struct ff_atomic *a, int preserve)
+FF_HOT mode_t ff_temp_mode(const struct ff_atomic *a, int preserve)
 {
     /* preserve: the final mode is only set at commit, after the data is
      * written; until then only the owner's bits that both the old file and
@@ -319,7 +319,7 @@ static int own_orphan(int dirfd, const char *name, mode_t mode, const struct tim
 
 /* The directory is read at each try (*dir): a signal handler that runs
  * between two may have had the working directory held (ff_atomic_pin_cwd). */
-static int open_excl_in(const int *dir, const char *name, mode_t mode, int *fd,
+FF_HOT static int open_excl_in(const int *dir, const char *name, mode_t mode, int *fd,
                         const struct ff_eintr *intr)
 {
     struct timespec started;
@@ -362,7 +362,7 @@ int ff_open_excl(int dirfd, const char *name, mode_t mode, int *fd,
     return open_excl_in(&dirfd, name, mode, fd, intr);
 }
 
-static int open_temp(struct ff_atomic *a, int *fd)
+FF_HOT static int open_temp(struct ff_atomic *a, int *fd)
 {
     return open_excl_in(&a->dirfd, a->temp, ff_temp_mode(a, a->opt.preserve), fd, a->intr);
 }
@@ -488,7 +488,7 @@ int ff_temp_random_name(char *temp, size_t target_len, size_t base_len, int *fit
 }
 
 /* base_len: strlen(a->temp) */
-static int create_temp(struct ff_atomic *a, size_t base_len)
+FF_HOT static int create_temp(struct ff_atomic *a, size_t base_len)
 {
     int err = open_temp(a, &a->fd);
     int tries, fit = 0;
@@ -577,7 +577,7 @@ static void put_decimal(char *out, long n)
 
 /* preserve: another user's old file is kept only where ff_sticky_trusts
  * says (asked here, not in prepare: if_changed may find nothing to do). */
-static int may_preserve(struct ff_atomic *a)
+FF_HOT static int may_preserve(struct ff_atomic *a)
 {
     int err, trusted;
 
@@ -630,7 +630,7 @@ int ff_atomic_create(struct ff_atomic *a, long pid)
     return ff_atomic_create_named(a, pid, suffix, suffix_len);
 }
 
-int ff_atomic_create_named(struct ff_atomic *a, long pid, const char *suffix, size_t suffix_len)
+FF_HOT int ff_atomic_create_named(struct ff_atomic *a, long pid, const char *suffix, size_t suffix_len)
 {
     size_t len = a->target_len;
     int err = may_preserve(a);
@@ -763,7 +763,7 @@ static int preserve_old(struct ff_atomic *a)
     return err;
 }
 
-int ff_write_all(int fd, const char *buf, size_t len, const struct ff_eintr *intr)
+FF_HOT int ff_write_all(int fd, const char *buf, size_t len, const struct ff_eintr *intr)
 {
     unsigned spins = 0;     /* EINTRs in a row without a signal */
 
@@ -788,7 +788,7 @@ int ff_write_all(int fd, const char *buf, size_t len, const struct ff_eintr *int
     return 0;
 }
 
-int ff_write_tail_all(int fd, const char *buf, size_t len, const char *tail, size_t tail_len,
+FF_HOT int ff_write_tail_all(int fd, const char *buf, size_t len, const char *tail, size_t tail_len,
                       const struct ff_eintr *intr)
 {
     struct iovec iov[2];
@@ -1186,7 +1186,7 @@ FF_INLINE_ALWAYS int commit_in(struct ff_atomic *a, int dirfd)
     return publish_in(a, dirfd);
 }
 
-int ff_atomic_commit(struct ff_atomic *a)
+FF_HOT int ff_atomic_commit(struct ff_atomic *a)
 {
     return commit_in(a, AT_FDCWD);
 }
@@ -1216,7 +1216,7 @@ void ff_atomic_remove_temp(struct ff_atomic *a)
     errno = saved;
 }
 
-void ff_atomic_discard(struct ff_atomic *a)
+FF_HOT void ff_atomic_discard(struct ff_atomic *a)
 {
     int saved;
 
@@ -1282,7 +1282,7 @@ void ff_atomic_note_temp(struct ff_atomic *a, int dirfd, const char *name)
     a->id_ino = err ? 0 : st.st_ino;
 }
 
-int ff_atomic_temp_ours(struct ff_atomic *a, int dirfd, const char *name)
+FF_HOT int ff_atomic_temp_ours(struct ff_atomic *a, int dirfd, const char *name)
 {
     struct stat st;
     int err;

@@ -32,6 +32,19 @@
 #pragma GCC visibility push(hidden)
 #endif
 
+/* The functions a plain file_set_contents runs, together: GCC places them
+ * in .text.hot, which the linker lays out as one block, so the call's code
+ * spans two pages instead of nine. Where the kernel flushes the TLB on
+ * every syscall (page-table isolation without PCID) each page touched is
+ * looked up again after each of the call's four syscalls. Error paths stay
+ * where they are (GCC moves a hot function's unlikely blocks to
+ * .text.unlikely). Elsewhere (clang, other compilers) it is nothing. */
+#if defined(__GNUC__) && !defined(__clang__) && (__GNUC__ > 4 || (__GNUC__ == 4 && __GNUC_MINOR__ >= 3))
+#define FF_HOT __attribute__((hot))
+#else
+#define FF_HOT
+#endif
+
 /* Called when a syscall returned EINTR, before it is retried, after a short
  * write, between the syscalls of a loop when a signal is pending (see
  * pending below), and once in ff_atomic_commit between close and rename (signals that

@@ -374,7 +374,7 @@ static void S_close_unwound_fd(pTHX_ void *fdp)
     }
 }
 
-int ffxs_on_eintr(void *ctx)
+FF_HOT int ffxs_on_eintr(void *ctx)
 {
     struct ff_guard *g = (struct ff_guard *)ctx;
 #ifdef MULTIPLICITY
@@ -622,7 +622,7 @@ SV *ffxs_path_sv(pTHX_ struct ffxs_path *path)
     return path->sv;
 }
 
-bool ffxs_start_write(pTHX_ struct ff_atomic *a, struct ffxs_path *path,
+FF_HOT bool ffxs_start_write(pTHX_ struct ff_atomic *a, struct ffxs_path *path,
                       const struct ff_options *opt,
                       const struct ff_eintr *intr, IV pid, const char *op,
                       const char *buf, STRLEN len, const char *tail, STRLEN tail_len,

@@ -121,7 +121,7 @@ bool ffxs_pid_cached(pTHX)
     return MY_CXT.wiped != NULL;
 }
 
-IV ffxs_pid_suffix(pTHX_ char *suffix, size_t *suffix_len)
+FF_HOT IV ffxs_pid_suffix(pTHX_ char *suffix, size_t *suffix_len)
 {
     dMY_CXT;
     SV *sv = MY_CXT.pid_gv ? GvSV(MY_CXT.pid_gv) : NULL;

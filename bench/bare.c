@@ -9,6 +9,10 @@
  *                            from stdin, N timed calls and their
  *                            nanoseconds on stdout (one process for all
  *                            of compare.pl's batches)
+ *   bare serve-cpu FILE SIZE 0  serve, timed by this thread's CPU time
+ *                            (CLOCK_THREAD_CPUTIME_ID) instead of the
+ *                            wall clock: time preempted by other work on
+ *                            a busy machine is not counted (vsbare.pl)
  *   bare trace FILE SIZE N   one untimed call, then N calls between two
  *                            marker syscalls (chdir to /bare-mark-start and
  *                            /bare-mark-end) that strace can find
@@ -96,10 +100,12 @@ static void use_spread(int k)
 	strcpy(tmp, spread_tmp[k]);
 }
 
+static clockid_t clock_id = CLOCK_MONOTONIC;
+
 static long long now_ns(void)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clock_id, &ts);
 	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
@@ -124,7 +130,7 @@ int main(int argc, char **argv)
 	int k_files = argc > 5 ? atoi(argv[5]) : SPREAD;
 
 	if (argc != 5 && argc != 6) {
-		fprintf(stderr, "usage: bare time|serve|trace|rss FILE SIZE N | spread|staged FILE SIZE N K\n");
+		fprintf(stderr, "usage: bare time|serve|serve-cpu|trace|rss FILE SIZE N | spread|staged FILE SIZE N K\n");
 		return 2;
 	}
 	if (k_files < 1 || k_files > SPREAD) {
@@ -151,8 +157,10 @@ int main(int argc, char **argv)
 		for (long i = 0; i < n; i++)
 			one_call();
 		printf("%lld\n", now_ns() - t0);
-	} else if (strcmp(mode, "serve") == 0) {
+	} else if (strcmp(mode, "serve") == 0 || strcmp(mode, "serve-cpu") == 0) {
 		char line[64];
+		if (strcmp(mode, "serve-cpu") == 0)
+			clock_id = CLOCK_THREAD_CPUTIME_ID;
 		one_call();
 		while (fgets(line, sizeof line, stdin)) {
 			long long t0;

@@ -2,6 +2,7 @@ use strict;
 use warnings;
 
 use Test::More;
+use Scalar::Util qw(weaken);
 use lib 't/lib';
 use FFTest qw(tempdir slurp spew temps_in warnings_of);
 use Counted;    # Counted (tie), Str and Num (overloaded)
@@ -123,6 +124,43 @@ for my $force (0, 1) {
     my $orc = Internals::SvREFCNT(%$obj);
     file_set_contents($file, $obj) for 1 .. 5;
     is(Internals::SvREFCNT(%$obj), $orc, 'overloaded object refcount unchanged');
+}
+
+# a magic argument is held (hold_args) from its FETCH until the call ends:
+# every hold given back however the call ends - written, unchanged
+# (if_changed), croaked - so the caller's variables are freed with their
+# scope (a hold dropped without being run leaks the variable and its tie)
+{
+    package Counted::Destroyed;
+    our @ISA = ('Counted');
+    our $destroyed = 0;
+    sub DESTROY { $destroyed++ }
+}
+for my $end (qw(written unchanged croaked)) {
+    for my $pos (0 .. 3) {
+        my $label = "tied argument $pos, $end";
+        my $target = $end eq 'croaked' ? "$dir/missing/x" : "$dir/held";
+        spew($target, "same") if $end eq 'unchanged';
+        my ($weak_arg, $weak_opts);
+        $Counted::Destroyed::destroyed = 0;
+        {
+            my @args = ($target, 'same', 0644, 0);
+            @args = ($target, 'same', { if_changed => 1 }) if $end eq 'unchanged';
+            if ($pos < @args) {
+                tie $args[$pos], 'Counted::Destroyed', $args[$pos];
+                $weak_arg = \$args[$pos];
+                weaken($weak_arg);   # (magic on the tied one only: the rest stay plain)
+            }
+            if (ref $args[2]) { $weak_opts = $args[2]; weaken($weak_opts) }
+            my @rc = map { Internals::SvREFCNT($_) } @args;
+            my $ok = eval { file_set_contents(@args); 1 };
+            is(!$ok, $end eq 'croaked', "$label: croaks only where it should") or diag($@);
+            is(join(' ', map { Internals::SvREFCNT($_) } @args), "@rc", "$label: refcounts as before");
+        }
+        is($Counted::Destroyed::destroyed, 1, "$label: tie freed with its scope") if $pos < ($end eq 'unchanged' ? 3 : 4);
+        ok(!defined $weak_arg, "$label: tied argument freed with its scope");
+        ok(!defined $weak_opts, "$label: options hash freed with its scope");
+    }
 }
 
 # the data SV is not modified: no UTF8 flag change, no content change
