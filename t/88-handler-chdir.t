@@ -176,4 +176,28 @@ for my $fn (qw(file_set_contents file_copy)) {
     is(listing($b), '', "$l: nothing in the handler's directory");
 }
 
+# The same for tempfile_contents: its open went on in the handler's
+# directory (a handle there); now EMFILE before the handlers run.
+{
+    my $dir = "$ROOT/" . ++$SEQ;
+    my ($a, $b) = ("$dir/a", "$dir/b");
+    mkdir $_ or die "mkdir $_: $!" for $dir, $a, $b, "$a/tmp88", "$b/tmp88";
+    my $r = strace_call(
+        'my ($A, $B) = @ARGV; my $ran = 0; local $SIG{USR1} = sub { $ran++; splice @held, 0, 1; chdir $B or die "chdir $B: $!\n" };'
+      . ' my ($path, $fh) = eval { tempfile_contents("new\n", 0600, dir => "tmp88") }; my $e = $@; my $errno = $! + 0;'
+      . ' my $l = $fh ? readlink($path) : ""; undef $fh; @held = (); chdir "/";'
+      . ' die "handler ran $ran\n" unless $ran; $! = $errno; die $e unless $l; $l',
+        setup => 'require IO::File; my ($A) = @ARGV; chdir $A or die "chdir $A: $!\n"; my @held;'
+               . ' while (open my $h, "<", "/dev/null") { push @held, $h }',
+        args => [ $a, $b ], ulimit_n => 64, paths => ['tmp88'],
+        inject => ['openat:error=EINTR:signal=USR1:when=1'], trace => 'injected', timeout => 120);
+    my $l = 'tempfile_contents, no fd left to hold the directory';
+    ok($r->{injected} >= 1, "$l: the fault was injected") or diag($r->{log});
+    is($r->{err}, "failed to create tempfile: " . FFTest::errno_text(24) . "\n", "$l: fails, EMFILE")
+        or diag($r->{stderr});
+    is($r->{errno}, 24, "$l: \$! EMFILE");
+    is(listing($a), 'tmp88/', "$l: nothing left in the starting directory");
+    is(listing($b), 'tmp88/', "$l: nothing in the handler's directory");
+}
+
 done_testing();
