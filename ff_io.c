@@ -1252,18 +1252,19 @@ void ff_atomic_close_cwd(struct ff_atomic *a)
     a->dirfd = AT_FDCWD;
 }
 
-void ff_atomic_pin_cwd(struct ff_atomic *a)
+int ff_atomic_pin_cwd(struct ff_atomic *a)
 {
     int fd, err;
 
     if (!a || !a->target || a->opt.cwd_held || a->target[0] == '/')
-        return;
+        return 0;
     /* no callback: the handlers are about to run, not yet */
     FF_SYSCALL(err, NULL, fd = open(".", FF_O_PATH | O_DIRECTORY | O_CLOEXEC));
     if (err)
-        return;
+        return FF_OUT_OF_FDS(err) ? err : 0;
     a->dirfd = fd;
     a->opt.cwd_held = 1;
+    return 0;
 }
 
 void ff_atomic_note_temp(struct ff_atomic *a, int dirfd, const char *name)

@@ -225,12 +225,19 @@ int ff_atomic_commit_held(struct ff_atomic *a);
  * (O_PATH), so that a chdir of that code moves none of the call's later
  * steps (the temp's open, mkdir, rename or link, the directory's fsync,
  * the temp's removal): they stay where the call started. Once; nothing
- * when held already, the target absolute, a NULL or not set up yet. No
- * fd left (EMFILE) or, without O_PATH, a directory it may not read:
- * nothing held (the call goes on as before). Costs nothing to a call no
- * handler reaches; the owner calls ff_atomic_release_cwd after its last
- * discard. */
-void ff_atomic_pin_cwd(struct ff_atomic *a);
+ * when held already, the target absolute, a NULL or not set up yet.
+ * Without O_PATH, a directory it may not read: nothing held (the call goes
+ * on as before). No fd left (EMFILE): it returns that errno
+ * (FF_OUT_OF_FDS), and the caller fails the call before the handlers run.
+ * Else 0. Costs nothing to a call no handler reaches; the owner calls
+ * ff_atomic_release_cwd after its last discard. */
+int ff_atomic_pin_cwd(struct ff_atomic *a);
+
+/* No fd (or memory) for a hold: the handlers may not run in the middle of
+ * the call (their chdir would move its rest, and leave its temp behind):
+ * ff_atomic_pin_cwd and ff_tempfile_hold_cwd return these, the call fails
+ * with them. */
+#define FF_OUT_OF_FDS(err) ((err) == EMFILE || (err) == ENFILE || (err) == ENOMEM)
 
 /* Close the directory held, after the last discard (which may still need
  * it to remove the temp). Safe to call again, or with none held. */

@@ -374,6 +374,20 @@ static void S_close_unwound_fd(pTHX_ void *fdp)
     }
 }
 
+/* ff_atomic_pin_cwd, or the call fails (before its handlers run: they run
+ * once it is done): with no fd to hold the working directory, their chdir
+ * would move the call's rest, and its temp would be left behind. */
+static void S_pin_cwd(pTHX_ struct ff_atomic *a)
+{
+    int err = ff_atomic_pin_cwd(a);
+
+    if (!err)
+        return;
+    ff_atomic_remove_temp(a);   /* before a __DIE__ handler's chdir */
+    croak_errno(err, "unable to hold the directory of '%s' while signal handlers run - ",
+                a->target);
+}
+
 FF_HOT int ffxs_on_eintr(void *ctx)
 {
     struct ff_guard *g = (struct ff_guard *)ctx;
@@ -394,7 +408,8 @@ FF_HOT int ffxs_on_eintr(void *ctx)
         if (!g->pid)
             g->pid = dollar_pid();
         SAVEDESTRUCTOR_X(S_handlers_done, g);
-        ff_atomic_pin_cwd(g->atomic);   /* the handlers could chdir */
+        if (g->atomic)      /* the handlers could chdir */
+            S_pin_cwd(aTHX_ g->atomic);
         if (g->atomic)      /* the handlers could replace the temp by name */
             ff_atomic_note_temp(g->atomic, AT_FDCWD, g->atomic->temp);
     }

@@ -113,8 +113,12 @@ static int S_tempfile_on_eintr(void *ctx)
     dTHX;
 
     if (PL_sig_pending && t->cwd_fd == AT_FDCWD && t->dir) {
-        /* (none held, no fd left: from the working directory, as before) */
-        ff_tempfile_hold_cwd(t->dir, &t->cwd_fd);
+        /* no fd left: the open fails before the handlers run (their
+         * chdir would move it) */
+        int err = ff_tempfile_hold_cwd(t->dir, &t->cwd_fd);
+
+        if (FF_OUT_OF_FDS(err))
+            croak_errno(err, "failed to create tempfile: ");
         if (t->cwd_fd != AT_FDCWD)
             SAVEDESTRUCTOR_X(ffxs_close_fd_at_leave, &t->cwd_fd);
     }
@@ -157,6 +161,7 @@ SV *ffxs_tempfile(pTHX_ SV *data, SV *perm, SV *dir, bool dir_given, SV *flags,
               ? ff_tempfile_open(SvPVX(dir_sv), dir_given, open_flags, allow_links,
                                  (mode_t)SvIV(perm), &tintr.cwd_fd, &fd, &intr)
               : ENOENT;
+    tintr.dir = NULL;       /* open: a chdir moves nothing of it now */
     if (err)
         croak_errno(err, "failed to create tempfile: ");
     if (data) {

@@ -1283,9 +1283,13 @@ directory's C<fsync>, the removal of the temporary file on an error) happens
 in the directory the call started in. Not yet so: the look at the old
 target that C<follow_symlinks>, C<preserve> and C<if_changed> take before
 the temporary file exists (a handler run on its C<EINTR> moves the rest of
-that look), and a call with no descriptor left for the hold (C<EMFILE>):
-nothing is held then, as before. The reference's C<rename> and
-cleanup follow such a C<chdir> and leave its temporary file behind.
+that look). With no descriptor left for the hold (C<EMFILE>), the call
+fails before its handlers run ("unable to hold the directory of 'NAME'
+while signal handlers run - Too many open files", or L</tempfile>'s
+"failed to create tempfile: ...", C<$!> set), the target untouched and
+no temporary file left; the handlers run once it is done. The
+reference's C<rename> and cleanup follow such a C<chdir> and leave its
+temporary file behind.
 
 =item *
 

@@ -13,7 +13,7 @@ BEGIN { $ENV{LC_ALL} = 'C'; delete $ENV{LANGUAGE} }
 
 use Test::More;
 use lib 't/lib';
-use FFTest qw(strace_why strace_calls slurp spew);
+use FFTest qw(strace_why strace_calls strace_call slurp spew);
 use File::Temp ();
 use FastFile ();
 
@@ -141,6 +141,63 @@ for my $i (0 .. $#cases) {
     my $want_a = -e $target ? $name : '';
     is($left, $want_a, "$l: no temp left in the starting directory");
     is(listing($c->{b}), '', "$l: nothing in the handler's directory");
+}
+
+# No fd left for the hold (EMFILE: the temp took the last one): the call
+# went on from the working directory, so the handler's chdir failed it
+# ("replaced or removed") and left its temp in the starting directory. Now
+# the call fails before its handlers run: EMFILE, the target untouched, no
+# temp left (the handler runs once the call is done).
+for my $fn (qw(file_set_contents file_copy)) {
+    my $dir = "$ROOT/" . ++$SEQ;
+    my ($a, $b) = ("$dir/a", "$dir/b");
+    mkdir $_ or die "mkdir $_: $!" for $dir, $a, $b;
+    spew("$a/rel", $OLD);
+    spew("$dir/src", $NEW);
+    my $copy = $fn eq 'file_copy';
+    my $call = $copy ? 'file_copy($S, "rel")' : 'file_set_contents("rel", "new\n")';
+    my $inject = $copy && $BUILD->{copy_file_range} ? 'copy_file_range' : 'write';
+    my $r = strace_call(
+        'my ($A, $B, $S, $FREE) = @ARGV; chdir $A or die "chdir $A: $!\n"; my $ran = 0;'
+      . ' local $SIG{USR1} = sub { $ran++; chdir $B or die "chdir $B: $!\n" };'
+      . ' my @held; while (open my $h, "<", "/dev/null") { push @held, $h } splice @held, 0, $FREE;'
+      . " my \$r = eval { $call; 1 }; my \$e = \$\@; my \$errno = \$! + 0; \@held = (); chdir '/';"
+      . ' die "handler ran $ran\n" unless $ran; $! = $errno; die $e unless $r; 1',
+        args => [ $a, $b, "$dir/src", $copy ? 2 : 1 ], ulimit_n => 64,
+        inject => ["$inject:error=EINTR:signal=USR1:when=1"], trace => 'injected', timeout => 120);
+    my $l = "$fn, no fd left to hold the directory";
+    ok($r->{injected} >= 1, "$l: the fault was injected") or diag($r->{log});
+    ok(!$r->{ok}, "$l: the call fails");
+    like($r->{err} // '', qr/\Q'rel'\E.* - \Q@{[ FFTest::errno_text(24) ]}\E$/, "$l: with the name and EMFILE")
+        or diag($r->{output});
+    is($r->{errno}, 24, "$l: \$! EMFILE");
+    is(slurp("$a/rel"), $OLD, "$l: the target untouched");
+    is(listing($a), 'rel', "$l: no temp left in the starting directory");
+    is(listing($b), '', "$l: nothing in the handler's directory");
+}
+
+# The same for tempfile_contents: its open went on in the handler's
+# directory (a handle there); now EMFILE before the handlers run.
+{
+    my $dir = "$ROOT/" . ++$SEQ;
+    my ($a, $b) = ("$dir/a", "$dir/b");
+    mkdir $_ or die "mkdir $_: $!" for $dir, $a, $b, "$a/tmp88", "$b/tmp88";
+    my $r = strace_call(
+        'my ($A, $B) = @ARGV; my $ran = 0; local $SIG{USR1} = sub { $ran++; splice @held, 0, 1; chdir $B or die "chdir $B: $!\n" };'
+      . ' my ($path, $fh) = eval { tempfile_contents("new\n", 0600, dir => "tmp88") }; my $e = $@; my $errno = $! + 0;'
+      . ' my $l = $fh ? readlink($path) : ""; undef $fh; @held = (); chdir "/";'
+      . ' die "handler ran $ran\n" unless $ran; $! = $errno; die $e unless $l; $l',
+        setup => 'require IO::File; my ($A) = @ARGV; chdir $A or die "chdir $A: $!\n"; my @held;'
+               . ' while (open my $h, "<", "/dev/null") { push @held, $h }',
+        args => [ $a, $b ], ulimit_n => 64, paths => ['tmp88'],
+        inject => ['openat:error=EINTR:signal=USR1:when=1'], trace => 'injected', timeout => 120);
+    my $l = 'tempfile_contents, no fd left to hold the directory';
+    ok($r->{injected} >= 1, "$l: the fault was injected") or diag($r->{log});
+    is($r->{err}, "failed to create tempfile: " . FFTest::errno_text(24) . "\n", "$l: fails, EMFILE")
+        or diag($r->{stderr});
+    is($r->{errno}, 24, "$l: \$! EMFILE");
+    is(listing($a), 'tmp88/', "$l: nothing left in the starting directory");
+    is(listing($b), 'tmp88/', "$l: nothing in the handler's directory");
 }
 
 done_testing();
