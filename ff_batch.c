@@ -537,17 +537,33 @@ static int check_temps(struct ff_batch *b)
     return 0;
 }
 
-/* renameat of f's temp onto its target, EINTR retried with b->renaming:
- * a handler that ran meanwhile may have replaced the temp, checked again
+/* All signals blocked in this thread (the old mask in *old); false where
+ * they could not be. */
+static int block_signals(sigset_t *old)
+{
+    sigset_t all;
+
+    sigfillset(&all);
+    return pthread_sigmask(SIG_BLOCK, &all, old) == 0;
+}
+
+static void unblock_signals(int blocked, const sigset_t *old)
+{
+    if (blocked)
+        pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
+/* renameat of f's temp onto its target, EINTR retried with intr: a
+ * handler that ran meanwhile may have replaced the temp, checked again
  * before the retry. Without a handler run: one renameat(2). */
-static int rename_temp(struct ff_batch *b, struct ff_batch_file *f, int dirfd)
+static int rename_temp(struct ff_batch_file *f, int dirfd, const struct ff_eintr *intr)
 {
     unsigned spins = 0;
     int err;
 
     for (;;) {
         err = renameat(dirfd, TEMP_LEAF(f), dirfd, LEAF(f)) < 0 ? errno : 0;
-        if (err != EINTR || !ff_retry_eintr(b->renaming, &spins))
+        if (err != EINTR || !ff_retry_eintr(intr, &spins))
             return err;
         if ((err = ff_atomic_temp_ours(&f->a, dirfd, TEMP_LEAF(f))))
             return err;
@@ -555,8 +571,9 @@ static int rename_temp(struct ff_batch *b, struct ff_batch_file *f, int dirfd)
     }
 }
 
-/* runs: user_code_runs when check_temps began */
-static int rename_all(struct ff_batch *b, unsigned long runs)
+/* intr: b->renaming, or with signals blocked signal_waits (handlers
+ * pending from before still wait: none may run) */
+static int rename_each(struct ff_batch *b, unsigned long runs, const struct ff_eintr *intr)
 {
     size_t i;
     int err, unsupported;
@@ -569,7 +586,7 @@ static int rename_all(struct ff_batch *b, unsigned long runs)
         if (f->unchanged)
             continue;
         b->renamed = i;
-        if ((err = ff_batch_dir_fd(b, f->dir, b->renaming))) {
+        if ((err = ff_batch_dir_fd(b, f->dir, intr))) {
             b->failed_dir = f->dir;
             b->dir_step = err == ESTALE ? FF_DIR_CHANGED : FF_DIR_OPEN;
             return err;
@@ -581,12 +598,11 @@ static int rename_all(struct ff_batch *b, unsigned long runs)
             return err;
         }
         if (b->opt.noclobber) {
-            err = ff_noclobber_renameat(a, d->fd, TEMP_LEAF(f), LEAF(f), &unsupported,
-                                        b->renaming);
+            err = ff_noclobber_renameat(a, d->fd, TEMP_LEAF(f), LEAF(f), &unsupported, intr);
             if (err && unsupported)
                 a->step = FF_STEP_NOCLOBBER;
         } else {
-            err = rename_temp(b, f, d->fd);
+            err = rename_temp(f, d->fd, intr);
         }
         if (err) {
             b->failed = i;
@@ -595,10 +611,60 @@ static int rename_all(struct ff_batch *b, unsigned long runs)
         a->created = 0;
         d->renamed_into = 1;
         b->written++;
-        POLL_SIGNALS(b, b->renaming);   /* its die held until the end */
+        if (intr == b->renaming)
+            POLL_SIGNALS(b, intr);      /* its die held until the end */
     }
     b->renamed = b->n;
     return 0;
+}
+
+/* The intr of the renames while signals are blocked: no perl code runs.
+ * An EINTR that comes with a signal waiting in the kernel (one the caller
+ * takes: a signal interrupted the rename) counts as a signal handled, as
+ * ff_retry_eintr counts a handler run (its handler runs after the
+ * renames); bounded, as a signal that keeps waiting says nothing new. */
+struct held_signals {
+    const sigset_t *old;    /* the caller's mask */
+    unsigned waited;        /* EINTRs counted as a signal */
+};
+
+#define FF_HELD_EINTR_MAX 1000
+
+static int signal_waits(void *ctx)
+{
+    struct held_signals *h = ctx;
+    sigset_t waiting;
+    int sig;
+
+    if (h->waited >= FF_HELD_EINTR_MAX || sigpending(&waiting) != 0)
+        return 0;
+    for (sig = 1; sig < NSIG; sig++) {
+        if (sigismember(&waiting, sig) == 1 && sigismember(h->old, sig) == 0) {
+            h->waited++;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The renames of more than one file run with signals blocked, no
+ * handler between them: a handler may exit (which no eval stops) and a
+ * signal's default action may end the process, either leaving some
+ * targets new and the others old. Blocked, each signal waits in the
+ * kernel, and is handled once every target is renamed (sync_dirs, or the
+ * end of ff_batch_commit). One file's rename is all or nothing alone: its
+ * handlers run as they come, a die held (b->renaming).
+ * runs: user_code_runs when check_temps began */
+static int rename_all(struct ff_batch *b, unsigned long runs)
+{
+    sigset_t old;
+    struct held_signals held = { &old, 0 };
+    const struct ff_eintr held_intr = { signal_waits, &held, NULL };
+    int blocked = b->n > 1 && block_signals(&old);
+    int err = rename_each(b, runs, blocked ? &held_intr : b->renaming);
+
+    unblock_signals(blocked, &old);
+    return err;
 }
 
 /* fsync the directory dirs[k] through a readable fd of it (the only place
@@ -725,7 +791,9 @@ int ff_batch_commit(struct ff_batch *b, long pid)
      * untouched; then every temp a handler could have replaced is
      * checked. From the first rename on, a handler that runs (EINTR) has
      * its die held until the end (b->renaming): the batch is never left
-     * half renamed with only the handler's message. */
+     * half renamed with only the handler's message; with signals blocked
+     * while more than one file is renamed (rename_all), no handler runs
+     * between two renames (an exit is held by nothing). */
     interrupted(b->intr);
     runs = b->user_code_runs;
     if ((err = check_temps(b)))
@@ -847,20 +915,6 @@ static void remove_temp(struct ff_batch *b, struct ff_batch_file *f)
  * yet handled make perl die inside its C signal handler, in the middle of
  * the cleanup. */
 #define FF_QUIET_MAX 16     /* syscalls made without blocking */
-
-static int block_signals(sigset_t *old)
-{
-    sigset_t all;
-
-    sigfillset(&all);
-    return pthread_sigmask(SIG_BLOCK, &all, old) == 0;
-}
-
-static void unblock_signals(int blocked, const sigset_t *old)
-{
-    if (blocked)
-        pthread_sigmask(SIG_SETMASK, old, NULL);
-}
 
 void ff_batch_remove_temps(struct ff_batch *b)
 {

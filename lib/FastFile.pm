@@ -662,9 +662,15 @@ flushes only the batch's own files, never other processes' data.
 =item 4.
 
 The renames, in the caller's order (a signal handler that became pending
-meanwhile runs first: if it dies, no target has been touched). From the
-first rename to the end of the call the renames are never cut short: a
-rename interrupted (C<EINTR>) runs the pending handlers (so that signals
+meanwhile runs first: if it dies, no target has been touched). While
+more than one target is renamed, signals are blocked: none is lost, each
+waits and its handler runs once every target is replaced, so that no
+handler that calls C<exit>, nor a signal whose default action ends the
+process (C<SIGTERM> with no handler), leaves some targets new and the
+others old (a signal blocked counts, for an interrupted rename, as one
+handled). From the first rename to the end of the call the renames are
+never cut short: the directory syncs with C<fsync>, and the rename of a
+batch of one file, interrupted (C<EINTR>), run the pending handlers (so that signals
 however frequent never fail the batch, and perl never holds more than it
 can) and is retried, but a handler that dies there has its C<die> held
 until every target is replaced (and, with C<fsync>, durable), then thrown:

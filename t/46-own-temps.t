@@ -219,23 +219,27 @@ SKIP: {
     system('umount', $mnt);
 }
 
-# ---- a handler run during a batch's renames (EINTR of the first) that
-# replaces the second temp: the second is not published
+# ---- a handler run while the temps are checked before the renames (after
+# the first one's check) that replaces the first temp, checked already: it
+# is checked again, nothing is published. (With more than one file the
+# renames themselves run with signals blocked: no handler runs between
+# them, t/88.) The first signal comes at the first write, so that the
+# temps' identities are noted and checked.
 SKIP: {
     my $why = strace_why();
     skip $why, 4 if $why;
     my $t = "$dir/r-" . ++$n;
-    spew("$t.b", "old\n");
-    my $r = strace_call('local $SIG{ALRM} = sub { file_set_contents("$T.b.tmp.$$", "other\n") };'
+    spew($_, "old\n") for $t, "$t.b";
+    my $r = strace_call('our $k = 0; local $SIG{ALRM} = sub { file_set_contents("$T.tmp.$$", "other\n") if ++$k == 2 };'
                         . ' file_set_contents_many([ $T => "mine\n", "$T.b" => "b\n" ])',
-                        attach => 1, target => $t, pid => $FFTest::PID, trace => ['renameat'],
-                        inject => ['renameat:error=EINTR:signal=SIGALRM:when=1']);
-    ok(!$r->{ok}, 'handler in the renames replaces a temp: the batch fails');
-    is($r->{err}, "file_set_contents_many: replaced '$t', then unable to replace '$t.b' - its temporary file "
-                  . "'$t.b.tmp.$FFTest::PID' was replaced or removed during the call - Stale file handle\n",
-       '... naming what was replaced');
-    is(slurp("$t.b"), "old\n", '... that target untouched');
-    is(slurp("$t.b.tmp.$FFTest::PID"), "other\n", "... the handler's file left alone");
+                        attach => 1, target => $t, pid => $FFTest::PID, trace => ['write', 'newfstatat'],
+                        inject => ['write:signal=SIGALRM:when=1', 'newfstatat:signal=SIGALRM:when=2']);
+    ok(!$r->{ok}, 'handler in the check of the temps replaces one checked: the batch fails');
+    is($r->{err}, "unable to replace '$t' - its temporary file "
+                  . "'$t.tmp.$FFTest::PID' was replaced or removed during the call - Stale file handle\n",
+       '... naming it, nothing replaced');
+    is(slurp($t) . slurp("$t.b"), "old\nold\n", '... both targets untouched');
+    is(slurp("$t.tmp.$FFTest::PID"), "other\n", "... the handler's file left alone");
 }
 
 # ---- noclobber: a handler run on an EINTR of its publishing step

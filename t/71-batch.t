@@ -196,8 +196,8 @@ SKIP: {
     my $seq = join ' ', map { $_->{name} } @calls;
     my $look = FastFile::_build_info()->{statx} ? 'statx' : 'newfstatat';
     is($seq, 'openat ' . join(' ', ($look) x 3) . ' ' . join(' ', ('openat write close') x 3)
-             . ' ' . join(' ', ('renameat') x 3) . ' close',
-       "without fsync: directory fd, 3 x $look, 3 x (openat write close), 3 x renameat: 5 syscalls a file")
+             . ' rt_sigprocmask ' . join(' ', ('renameat') x 3) . ' rt_sigprocmask close',
+       "without fsync: directory fd, 3 x $look, 3 x (openat write close), 3 x renameat (signals blocked around them): 5 syscalls a file")
         or diag join '', map { "  $_->{line}\n" } @{ $r->{calls} };
     my @ren = map { /"([^"]+)"\)?\s*$/ ? $1 : '?' } map { $_->{args} } grep { $_->{name} eq 'renameat' } @calls;
     is("@ren", 'sys1 sys2 sys3', 'renames in the caller\'s order, relative to the directory fd');
@@ -213,8 +213,8 @@ SKIP: {
     is(scalar(grep { $_ eq 'sync_file_range' } @before), $early, "writeback started early for $early temps (sync_file_range)");
     is(scalar(grep { $_ eq 'fdatasync' } @before), 4, 'every temp fdatasynced before the first rename');
     my @after = @names[$first_rename .. $#names];
-    is(join(' ', grep { $_ ne 'close' } @after), 'renameat renameat renameat renameat openat fsync openat fsync',
-       'then the renames, then one fsync per directory (2 directories, each through a readable fd of it)')
+    is(join(' ', grep { $_ ne 'close' } @after), 'renameat renameat renameat renameat rt_sigprocmask openat fsync openat fsync',
+       'then the renames (signals blocked until they are done), then one fsync per directory (2 directories, each through a readable fd of it)')
         or diag join '', map { "  $_->{line}\n" } @calls;
     is(slurp("$dir/sub/x"), "data of $dir/sub/x", 'written');
 }

@@ -40,13 +40,22 @@ sub renames_interrupted {
                        inject => ["renameat:error=EINTR:signal=SIGALRM:when=$when"], timeout => 60);
 }
 
-# ---- a storm during the renames: every renameat interrupted by SIGALRM
+# ---- a storm during the renames: every renameat interrupted by SIGALRM.
+# More than one file: signals are blocked meanwhile (no handler between two
+# renames), each SIGALRM waits in the kernel, one of a kind: the handler
+# runs once, after the renames. One file: a handler runs at each EINTR.
 {
     my ($d, @t) = three_old('storm');
     my $r = renames_interrupted('', '1..150', @t);
     ok($r->{ok}, 'batch: 150 EINTRs in its renames, each with a signal: it succeeds') or diag $r->{err};
-    is($r->{ret}, '3 150', '... 3 files written, the handler ran once for each signal');
+    is($r->{ret}, '3 1', '... 3 files written, the handler ran once, after them (the signals waited blocked)');
     is(join('', map { slurp($_) } @t), "new\n" x 3, '... every target new');
+    is_deeply([ temps_in($d) ], [], '... no temp left');
+    ($d, @t) = three_old('storm1');
+    $r = renames_interrupted('', '1..150', $t[0]);
+    ok($r->{ok}, 'batch of one: 150 EINTRs in its rename, each with a signal: it succeeds') or diag $r->{err};
+    is($r->{ret}, '1 150', '... the file written, the handler ran once for each signal');
+    is(slurp($t[0]), "new\n", '... the target new');
     is_deeply([ temps_in($d) ], [], '... no temp left');
 }
 
