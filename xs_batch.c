@@ -323,16 +323,10 @@ IV ffxs_file_set_contents_many(pTHX_ SV *list, SV *opts)
                 last_data = data;       /* a share: the next may be the same */
         }
         datas[i] = data;
-        if (UNLIKELY(PL_sig_pending)) {
-            /* the handlers run now (thousands of pairs take long enough
-             * for perl's 120 to be reached), once the elements not copied
-             * yet are held: they may free or change them */
-            if (first_magic > 2 * (i + 1)) {
-                S_hold_elems(aTHX_ elems + 2 * (i + 1), first_magic - 2 * (i + 1));
-                first_magic = 2 * (i + 1);
-            }
-            (void)S_batch_on_eintr(&bg);
-        }
+        /* No handler runs here, pending or not: what is written is what
+         * was passed, and a handler run between two pairs could change the
+         * pairs not copied yet (perl's own list copy is one op, which no
+         * handler interrupts either). They run at the first poll after. */
     }
     if (ors_sv)
         b->tail = payload(ors_sv, FALSE, &b->tail_len, op);
