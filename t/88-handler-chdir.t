@@ -178,7 +178,11 @@ for my $fn (qw(file_set_contents file_copy)) {
 
 # The same for tempfile_contents: its open went on in the handler's
 # directory (a handle there); now EMFILE before the handlers run.
-{
+SKIP: {
+    # strace's -P names the directory: O_TMPFILE opens it, the portable
+    # build's named temp file ("tmp88/.tmpfile.N") is another path
+    skip 'the portable build names its tempfile: no open of the directory itself to inject into', 5
+        if $BUILD->{portable};
     my $dir = "$ROOT/" . ++$SEQ;
     my ($a, $b) = ("$dir/a", "$dir/b");
     mkdir $_ or die "mkdir $_: $!" for $dir, $a, $b, "$a/tmp88", "$b/tmp88";
