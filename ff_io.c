@@ -424,18 +424,35 @@ static int absolute_names(struct ff_atomic *a)
  * user code's between the writer's calls). A build without O_PATH that may
  * not read the directory (EACCES) makes the names absolute instead (a
  * chdir cannot move them; a rename of the directory can). */
+int ff_open_cwd(int *fd)
+{
+    int err;
+
+    /* no callback: no handler may move it while it is taken */
+    FF_SYSCALL(err, NULL, *fd = open(".", FF_O_PATH | O_DIRECTORY | O_CLOEXEC));
+    return err;
+}
+
+/* The working directory held in a->dirfd: every step from now on in it */
+static int take_cwd(struct ff_atomic *a)
+{
+    int fd, err = ff_open_cwd(&fd);
+
+    if (!err) {
+        a->dirfd = fd;
+        a->opt.cwd_held = 1;
+    }
+    return err;
+}
+
 static int hold_cwd(struct ff_atomic *a)
 {
-    int fd, err;
+    int err;
 
     if (a->opt.cwd_held || a->target[0] == '/')
         return 0;
-    FF_SYSCALL(err, NULL, fd = open(".", FF_O_PATH | O_DIRECTORY | O_CLOEXEC));
-    if (err)
-        return !FF_HAVE_O_PATH && err == EACCES ? absolute_names(a) : err;
-    a->dirfd = fd;
-    a->opt.cwd_held = 1;
-    return 0;
+    err = take_cwd(a);
+    return !FF_HAVE_O_PATH && err == EACCES ? absolute_names(a) : err;
 }
 
 /* 64 random bits for a temp suffix; only needed after a name collision, so
@@ -1254,17 +1271,12 @@ void ff_atomic_close_cwd(struct ff_atomic *a)
 
 int ff_atomic_pin_cwd(struct ff_atomic *a)
 {
-    int fd, err;
+    int err;
 
     if (!a || !a->target || a->opt.cwd_held || a->target[0] == '/')
         return 0;
-    /* no callback: the handlers are about to run, not yet */
-    FF_SYSCALL(err, NULL, fd = open(".", FF_O_PATH | O_DIRECTORY | O_CLOEXEC));
-    if (err)
-        return FF_OUT_OF_FDS(err) ? err : 0;
-    a->dirfd = fd;
-    a->opt.cwd_held = 1;
-    return 0;
+    err = take_cwd(a);
+    return FF_OUT_OF_FDS(err) ? err : 0;
 }
 
 void ff_atomic_note_temp(struct ff_atomic *a, int dirfd, const char *name)

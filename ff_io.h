@@ -233,6 +233,11 @@ int ff_atomic_commit_held(struct ff_atomic *a);
  * ff_atomic_release_cwd after its last discard. */
 int ff_atomic_pin_cwd(struct ff_atomic *a);
 
+/* "." opened for lookups only (O_PATH where the build has it), close on
+ * exec, EINTR retried: the one way FastFile holds its working directory.
+ * 0, or the errno. */
+int ff_open_cwd(int *fd);
+
 /* No fd (or memory) for a hold: the handlers may not run in the middle of
  * the call (their chdir would move its rest, and leave its temp behind):
  * ff_atomic_pin_cwd and ff_tempfile_hold_cwd return these, the call fails

@@ -62,7 +62,7 @@ int ff_tempfile_hold_cwd(const char *dir, int *at)
 
     if (dir[0] == '/')
         return 0;
-    FF_SYSCALL(err, NULL, fd = open(".", FF_O_PATH | O_DIRECTORY | O_CLOEXEC));
+    err = ff_open_cwd(&fd);
     if (!err)
         *at = fd;
     return err;
