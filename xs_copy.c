@@ -49,6 +49,46 @@ static void S_croak_copy(pTHX_ struct ff_atomic *a, int err, enum ff_copy_side s
     croak_step(a, err, dst);
 }
 
+/* start_write's steps for the copy (it has no if_changed), the target's
+ * error returned, not croaked: the source has its say first
+ * (S_croak_target). */
+static int S_create_temp(pTHX_ struct ff_atomic *a, struct ffxs_path *path,
+                         const struct ff_options *opt, const struct ff_eintr *intr, IV pid,
+                         const char *op, const char *suffix, size_t suffix_len)
+{
+    int err = ff_atomic_init(a, path->pv, opt, intr);
+
+    if (err)
+        croak_errno(err, "unable to replace '%" SVf "' - ", SVfARG(path_sv(path)));
+    discard_at_leave(a);
+    if (memchr(path->pv, '\0', path->len))
+        croak_unless_safe(path_sv(path), op, pid);
+    err = ff_atomic_prepare(a);
+    return err ? err : ff_atomic_create_named(a, (long)pid, suffix, suffix_len);
+}
+
+/* The target could not be made (err, at a->step). The reference reads the
+ * whole source before it opens the target: a source that fails, or holds
+ * more than max bytes, is what it reports. So the rest of the source is
+ * read first (into buf, up to a byte past max; got: read already), and
+ * the target's error reported only when the source is fine. */
+static void S_croak_target(pTHX_ struct ff_atomic *a, int err, int in, char *buf, size_t cap,
+                           size_t got, size_t max, SV *src, SV *dst, const struct ff_eintr *intr)
+{
+    size_t n;
+    int read_err;
+
+    do {
+        read_err = ff_read_some(in, buf, cap, &n, intr);
+        if (read_err)
+            croak_errno(read_err, "unable to read file '%" SVf "' - ", SVfARG(src));
+        got += n;
+    } while (n && got <= max);
+    if (got > max)
+        croak_too_long(src);
+    croak_step(a, err, dst);
+}
+
 int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
 {
     const char *op = "file_copy";
@@ -171,8 +211,13 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
             ors = payload(ors_sv, FALSE, &ors_len, op);
         guard.atomic = a;
         guard.reading = FALSE;
-        (void)start_write(a, &dst_name, &opt, &intr, pid, op, "", 0, NULL, 0,
-                      NULL, suffix, suffix_len);
+        err = S_create_temp(aTHX_ a, &dst_name, &opt, &intr, pid, op, suffix, suffix_len);
+        if (err) {
+            guard.reading = TRUE;
+            if (!buf)
+                buf = S_copy_block(aTHX_ size, limit, &cap);
+            S_croak_target(aTHX_ a, err, in, buf, cap, pending, max, src_path, dst_path, &intr);
+        }
         a->step = FF_STEP_WRITE;
         /* the kernel moves the bytes where it can (never when the first
          * block is in buf already), read and write do the rest */

@@ -101,6 +101,36 @@ compare('target directory missing', sub { spew('src', 'abc') }, [ 'src', 'nodir/
         err => qr/^unable to open file 'nodir\/dst\.tmp\.\d+' - No such file/);
 compare('source too long and target directory missing', sub { spew('src', 'abcd') }, [ 'src', 'nodir/dst', 3 ],
         err => qr/^file 'src' too long/);
+# a source of unknown size (a device, a FIFO) longer than FastFile's first
+# block (64 KiB) and past max, into a target that cannot be made: the
+# reference reads it all first, so "too long" is its error, not the target's
+compare('/dev/zero past max, target directory missing', sub { }, [ '/dev/zero', 'nodir/dst', 100_000 ],
+        err => qr/^file '\/dev\/zero' too long/);
+{
+    my @writers;
+    # a FIFO whose writer puts $size bytes in it (and ends when the reader
+    # has gone)
+    my $fifo_of = sub {
+        my ($size) = @_;
+        return sub {
+            POSIX::mkfifo('fifo', 0600) or die "mkfifo: $!\n";
+            my $path = getcwd() . '/fifo';
+            my $pid = fork // die "fork: $!\n";
+            if (!$pid) {
+                $SIG{PIPE} = 'IGNORE';
+                open my $fh, '>', $path or POSIX::_exit(1);
+                syswrite($fh, pattern($size)) // POSIX::_exit(0);
+                POSIX::_exit(0);
+            }
+            push @writers, $pid;
+        };
+    };
+    compare('FIFO of 200 KB past max 100 KB, target directory missing', $fifo_of->(200_000),
+            [ 'fifo', 'nodir/dst', 100_000 ], err => qr/^file 'fifo' too long/);
+    compare('FIFO of 200 KB within max, target directory missing', $fifo_of->(200_000),
+            [ 'fifo', 'nodir/dst', 300_000 ], err => qr/^unable to open file 'nodir\/dst\.tmp\.\d+' - No such file/);
+    waitpid $_, 0 for @writers;
+}
 compare('a symlink at the target is replaced', sub { spew('src', 'new'); spew('x', 'x'); symlink 'x', 'dst' },
         [ 'src', 'dst' ]);
 compare('/proc file (size 0)', sub { spew('dst', 'old') }, [ '/proc/sys/kernel/ostype', 'dst' ]);
