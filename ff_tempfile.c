@@ -101,24 +101,87 @@ int ff_tempfile_open(const char *dir, int dir_given, int flags, int allow_links,
     return open_named(dir_given ? dir : "/tmp", flags, perm, at, fd, intr);
 }
 
-int ff_create_owned(const char *path, uid_t uid, gid_t gid, mode_t perm, int *fd,
-                    enum ff_step *step, int *unlink_err, const struct ff_eintr *intr)
+char *ff_owned_dir(const char *path, const char **name)
 {
+    size_t end = strlen(path), start, len;
+    char *dir;
+
+    while (end > 1 && path[end - 1] == '/')
+        end--;                  /* trailing slashes are no level */
+    start = end;
+    while (start > 0 && path[start - 1] != '/')
+        start--;
+    *name = path + start;
+    if (start == end) {         /* all slashes: the root itself, named as given */
+        *name = path;
+        len = 1;
+    } else if (start == 0) {
+        path = ".";
+        len = 1;
+    } else {
+        len = start;
+        while (len > 1 && path[len - 1] == '/')
+            len--;
+    }
+    dir = (char *)malloc(len + 1);
+    if (dir) {
+        memcpy(dir, path, len);
+        dir[len] = '\0';
+    }
+    return dir;
+}
+
+/* Removes name in the held directory at when it is still the file fd has
+ * open; returns 0 or why not (ESTALE: another file has that name now, it
+ * is left alone). No signal handler runs between the look and the unlink
+ * (EINTR is retried without them). */
+static int remove_own(int at, const char *name, int fd)
+{
+    struct stat mine, now;
     int err;
+
+    FF_SYSCALL(err, NULL, fstat(fd, &mine));
+    if (!err)
+        FF_SYSCALL(err, NULL, fstatat(at, name, &now, AT_SYMLINK_NOFOLLOW));
+    if (!err && (now.st_dev != mine.st_dev || now.st_ino != mine.st_ino))
+        err = ESTALE;
+    if (!err)
+        FF_SYSCALL(err, NULL, unlinkat(at, name, 0));
+    return err;
+}
+
+int ff_create_owned(const char *path, const char *dir, const char *name, uid_t uid, gid_t gid,
+                    mode_t perm, int *at, int *fd, enum ff_step *step, int *unlink_err,
+                    const struct ff_eintr *intr)
+{
+    int err, in;
 
     *step = FF_STEP_OPEN;
     *unlink_err = 0;
-    FF_SYSCALL(err, intr, *fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, perm));
+    /* the directory held: the file is made, looked at and removed in it,
+     * whatever is renamed or swapped for a symlink on the path meanwhile */
+    FF_SYSCALL(err, intr, *at = open(dir, FF_O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (err == EACCES && !FF_HAVE_O_PATH) {
+        /* a directory we may write but not read: by the path, and nothing
+         * is removed by it */
+        in = AT_FDCWD;
+        name = path;
+    } else if (err) {
+        return err;
+    } else {
+        in = *at;
+    }
+    FF_SYSCALL(err, intr, *fd = openat(in, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, perm));
     if (err)
         return err;
     *step = FF_STEP_OWNER;
     FF_SYSCALL(err, intr, fchown(*fd, uid, gid));
     if (err) {
-        /* the reference passes its handle to unlink, which removes nothing */
+        /* the reference passes its handle to unlink, which removes nothing;
+         * ours goes while its fd is still open, once seen to be it */
+        *unlink_err = in == AT_FDCWD ? EACCES : remove_own(in, name, *fd);
         close(*fd);
         *fd = -1;
-        if (unlink(path) < 0)
-            *unlink_err = errno;
     }
     return err;
 }

@@ -30,14 +30,27 @@ int ff_tempfile_open(const char *dir, int dir_given, int flags, int allow_links,
  * then as it was). */
 int ff_tempfile_hold_cwd(const char *dir, int *at);
 
-/* create_owned_file_fh's file: path created with O_WRONLY|O_CREAT|O_EXCL
- * and perm, then fchown(uid, gid) on the fd. *step says what failed:
- * FF_STEP_OPEN or FF_STEP_OWNER; after a failed fchown the file is closed
- * and removed (by name: it was ours alone since its exclusive create), and
- * *unlink_err holds unlink's errno (0: removed). Returns 0 with *fd, or
- * the errno of *step. */
-int ff_create_owned(const char *path, uid_t uid, gid_t gid, mode_t perm, int *fd,
-                    enum ff_step *step, int *unlink_err, const struct ff_eintr *intr);
+/* The directory File::Basename's dirname gives for path (Unix rules:
+ * trailing slashes make no level, "." without a slash), a new string
+ * (NULL: ENOMEM); *name is where path's last level starts, its trailing
+ * slashes kept (the whole path when it is only slashes), so that opening
+ * it in that directory fails as opening path fails. */
+char *ff_owned_dir(const char *path, const char **name);
+
+/* create_owned_file_fh's file: the directory dir opened (O_PATH) into *at,
+ * name created in it with O_WRONLY|O_CREAT|O_EXCL and perm, then
+ * fchown(uid, gid) on the fd. *step says what failed: FF_STEP_OPEN (the
+ * directory or the file) or FF_STEP_OWNER; after a failed fchown the file
+ * is removed from *at while its fd is still open, only when name there is
+ * still that file, then closed; *unlink_err holds why it was not (ESTALE:
+ * another file has the name now, left alone; 0: removed). *at is the
+ * caller's to close (also after a signal handler died in a retry). Returns
+ * 0 with *fd, or the errno of *step. (Where a directory cannot be held,
+ * O_PATH missing and the directory unreadable, path is created as it is
+ * and nothing removed: *unlink_err EACCES.) */
+int ff_create_owned(const char *path, const char *dir, const char *name, uid_t uid, gid_t gid,
+                    mode_t perm, int *at, int *fd, enum ff_step *step, int *unlink_err,
+                    const struct ff_eintr *intr);
 
 #if defined(__GNUC__) && __GNUC__ >= 4
 #pragma GCC visibility pop

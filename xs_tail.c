@@ -85,5 +85,8 @@ SV *ffxs_file_read_last_line(pTHX_ SV *filename)
         else
             SvTAINTED_off(line);
     }
+    /* $! as the reference leaves it: its sysread sets 0; a size of 0 ends
+     * it before any read, with its IO::File open's ENOTTY (isatty) */
+    SETERRNO(tail.buf ? 0 : ENOTTY, 0);
     return line;
 }

@@ -239,6 +239,34 @@ static void S_croak_make_path(pTHX_ char *dir)
 }
 #define croak_make_path(dir) S_croak_make_path(aTHX_ dir)
 
+/* The handle IO::File->new makes, as the reference's: a glob from
+ * Symbol::gensym (named "GEN<n>" in perl's messages) blessed into IO::File,
+ * on fd open for writing. Without Symbol (IO::File could not be loaded:
+ * no fd left), an IO::File all the same. */
+static SV *S_io_file_handle(pTHX_ int fd)
+{
+    dSP;
+    SV *rv;
+    PerlIO *f;
+    IO *io;
+
+    if (!get_cv("Symbol::gensym", 0))
+        return handle_of(fd, O_WRONLY, "IO::File", "__ANONIO__");
+    PUSHMARK(SP);
+    (void)call_pv("Symbol::gensym", G_SCALAR | G_NOARGS);
+    SPAGAIN;
+    rv = sv_2mortal(newSVsv(POPs));
+    PUTBACK;
+    f = PerlIO_fdopen(fd, "w");
+    if (!f)
+        return NULL;
+    io = GvIOn((GV *)SvRV(rv));
+    IoIFP(io) = IoOFP(io) = f;
+    IoTYPE(io) = IoTYPE_WRONLY;
+    sv_bless(rv, gv_stashpvs("IO::File", GV_ADD));
+    return rv;
+}
+
 SV *ffxs_create_owned(pTHX_ SV *file, SV *uid, SV *gid, SV *perm)
 {
     const char *op = "create_owned_file_fh";
@@ -247,7 +275,8 @@ SV *ffxs_create_owned(pTHX_ SV *file, SV *uid, SV *gid, SV *perm)
     enum ff_step step;
     SV *path;
     char *dir;
-    int fd = -1, err, made, unlink_err;
+    const char *name;
+    int fd = -1, at = -1, err, made, unlink_err;
     IV uid_n, gid_n;
     SV *fh;
 
@@ -265,10 +294,11 @@ SV *ffxs_create_owned(pTHX_ SV *file, SV *uid, SV *gid, SV *perm)
     gid_n = SvIV(gid);
     if (!openable(path, op))
         croak_errno(ENOENT, "unable to create file '%" SVf "' - ", SVfARG(path));
-    /* File::Path::make_path of the parent: it croaks "mkdir <dir>: <$!>"
-     * for the level that failed, which ff_mkdir_p leaves in dir */
+    /* File::Path::make_path of File::Basename::dirname: it croaks
+     * "mkdir <dir>: <$!>" for the level that failed, which ff_mkdir_p
+     * leaves in dir */
     {
-        char *d = ff_dir_of(SvPVX(path));
+        char *d = ff_owned_dir(SvPVX(path), &name);
 
         if (!d)
             croak_errno(ENOMEM, "unable to create file '%" SVf "' - ", SVfARG(path));
@@ -283,7 +313,7 @@ SV *ffxs_create_owned(pTHX_ SV *file, SV *uid, SV *gid, SV *perm)
     err = ff_mkdir_p(dir, &made, &intr);
     if (err) {
         /* ff_mkdir_p left dir cut at the level that failed: from the whole */
-        char *d = ff_dir_of(SvPVX(path));
+        char *d = ff_owned_dir(SvPVX(path), &name);
 
         if (d) {
             char *full = savepv(d);
@@ -295,8 +325,9 @@ SV *ffxs_create_owned(pTHX_ SV *file, SV *uid, SV *gid, SV *perm)
         croak_errno_at(err, "mkdir %s: ", dir);
     }
     SAVEDESTRUCTOR_X(ffxs_close_fd_at_leave, &fd);
-    err = ff_create_owned(SvPVX(path), (uid_t)uid_n, (gid_t)gid_n, (mode_t)SvIV(perm), &fd,
-                          &step, &unlink_err, &intr);
+    SAVEDESTRUCTOR_X(ffxs_close_fd_at_leave, &at);
+    err = ff_create_owned(SvPVX(path), dir, name, (uid_t)uid_n, (gid_t)gid_n, (mode_t)SvIV(perm),
+                          &at, &fd, &step, &unlink_err, &intr);
     /* a file where the directory should be (ENOTDIR), or a dangling
      * symlink (ENOENT): make_path croaks there, as its -d finds no
      * directory; croak_make_path returns when dir is one */
@@ -313,13 +344,13 @@ SV *ffxs_create_owned(pTHX_ SV *file, SV *uid, SV *gid, SV *perm)
         croak_errno_at(err, "failed to change owner of '%" SVf "' to %" SVf ":%" SVf " - ",
                        SVfARG(path), SVfARG(uid), SVfARG(gid));
     }
-    /* named as the reference's sysopen(my $fh, ...) names it in perl's
-     * messages ("Filehandle $fh opened only for output") */
-    fh = handle_of(fd, O_WRONLY, NULL, "$fh");
+    fh = S_io_file_handle(aTHX_ fd);
     err = errno;
     fd = -1;
     LEAVE;
     if (!fh)
         croak_errno(err, "unable to create file '%" SVf "' - ", SVfARG(path));
+    /* $! as the reference leaves it: its IO::File open asks isatty */
+    SETERRNO(ENOTTY, 0);
     return fh;
 }

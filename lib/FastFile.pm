@@ -76,11 +76,12 @@ sub _load_writer {
 # arguments taken as the reference takes them, the file made in C (one
 # write(2) of the data), the fd made into the reference's handle here.
 
-# tempfile's directory and flags: $opts{dir}, else /run/user/<uid>, /run for
-# root, /tmp; $opts{mode} (default O_RDWR: 2, Linux's, Fcntl not loaded)
+# tempfile's directory and flags: $opts{dir} when true (the reference's
+# `if (!$dir)`: '' and '0' are none), else /run/user/<uid>, /run for root,
+# /tmp; $opts{mode} (default O_RDWR: 2, Linux's, Fcntl not loaded)
 sub _tempfile_args {
     my ($perm, $opts) = @_;
-    my $given = defined $opts->{dir};
+    my $given = $opts->{dir} ? 1 : 0;
     my $dir = $given ? $opts->{dir}
             : -d "/run/user/$<" ? "/run/user/$<"
             : $< == 0 ? '/run' : '/tmp';
@@ -116,11 +117,24 @@ sub _load_io_file {
     return eval { require IO::File; 1 };
 }
 
+# the reference's signature ($file, $uid, $gid = -1, $perm = 0640): its
+# counts refused with perl's text, at the caller's line; its defaults for
+# missing arguments only. An undef $perm reaches its IO::File->new, which
+# makes it 0666 (no warning). The handle is IO::File's, loaded as for
+# tempfile.
 sub create_owned_file_fh {
+    _croak_caller(sprintf "Too %s arguments for subroutine 'FastFile::create_owned_file_fh' "
+                  . '(got %d; expected %s)', @_ < 2 ? ('few', scalar @_, 'at least 2')
+                                                    : ('many', scalar @_, 'at most 4'))
+        if @_ < 2 || @_ > 4;
     my ($file, $uid, $gid, $perm) = @_;
-    $gid = -1 if @_ < 3;               # the reference's signature defaults
+    $gid = -1 if @_ < 3;
     $perm = 0640 if @_ < 4;
-    return _create_owned_file_fh($file, $uid, $gid, $perm);
+    $perm = 0666 if !defined $perm;
+    return _create_owned_file_fh($file, $uid, $gid, $perm) if $INC{'IO/File.pm'} || _load_io_file();
+    my $fh = _create_owned_file_fh($file, $uid, $gid, $perm);
+    _load_io_file();    # (or perl loads it at the first method call)
+    return $fh;
 }
 
 1;

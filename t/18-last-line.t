@@ -13,6 +13,7 @@ BEGIN { setlocale(LC_ALL, 'C') }
 use Test::More;
 use lib 't/lib';
 use FFTest qw(tempdir spew warnings_of in_child full_testing run_perl);
+use Errno ();
 use Reference qw(ref_read_last_line);
 use FastFile qw(file_read_last_line);
 
@@ -184,6 +185,54 @@ SKIP: {
     my $got = file_read_last_line($file);
     is($got, "\xc3\xa9\xe2\x98\xba", 'the bytes of the file');
     ok(!utf8::is_utf8($got), 'not UTF8-flagged');
+}
+
+# $! after success, preset to another value: what the reference leaves
+# (its sysread's 0; ENOTTY, its IO::File open's isatty, where the size is 0
+# and nothing is read; ENOENT for a missing file)
+{
+    my @cases = ([ 'lines', file_with("one\ntwo\n") ], [ 'no newline', file_with('abc') ],
+                 [ 'a long last line', file_with("a\n" . 'b' x 70000) ], [ 'empty', file_with('') ],
+                 [ '/dev/null', '/dev/null' ], [ 'missing', "$dir/missing" ]);
+    push @cases, [ 'sysfs directory', '/sys/kernel' ] if -d '/sys/kernel';
+    for my $case (@cases) {
+        my ($label, $path) = @$case;
+        my @errno = map {
+            my $f = $_;
+            $! = Errno::EINVAL();
+            $f->($path);
+            $! + 0;
+        } \&file_read_last_line, \&ref_read_last_line;
+        is($errno[0], $errno[1], "$label: \$! after the call as the reference leaves it ($errno[1])");
+    }
+}
+
+# argument counts: the reference's signature ($file) refuses others, with
+# perl's text at the caller's line (naming FastFile's sub)
+{
+    my $file = file_with("x\n");
+    for my $args ([], [ $file, 1 ], [ $file, undef, undef ]) {
+        my $n = @$args;
+        my $got = outcome(sub { file_read_last_line(@$args) });
+        my $ref = outcome(sub { ref_read_last_line(@$args) });
+        (my $want = $ref->{err} // 'returns') =~ s/'PVE::File::/'FastFile::/;
+        is($got->{err} // 'returns', $want, "$n arguments: refused as by the reference's signature ($want)");
+    }
+    eval { file_read_last_line() };
+    my $line = __LINE__ - 1;
+    is($@, "Too few arguments for subroutine 'FastFile::file_read_last_line' (got 0; expected 1) at $0 line $line.\n",
+       "no argument: perl's text, at the caller's line");
+  SKIP: {
+        skip 'perl before 5.36: no signatures as the reference has them', 3 if $] < 5.036;
+        # the model's text is perl's own: a sub with the reference's signature
+        eval q{package PVE::File; use feature 'signatures'; no warnings;
+               sub file_read_last_line ($file) { 1 } 1} or die $@;
+        for my $args ([], [ $file, 1 ], [ $file, 2, 3 ]) {
+            my $real = outcome(sub { PVE::File::file_read_last_line(@$args) });
+            my $ref = outcome(sub { ref_read_last_line(@$args) });
+            is($ref->{err}, $real->{err}, scalar(@$args) . " arguments: the model's text is perl's ($real->{err})");
+        }
+    }
 }
 
 # -T: what was read is tainted, as sysread's bytes; the '' of a file whose

@@ -18,6 +18,10 @@ use lib 't/lib';
 use FFTest qw(tempdir slurp spew warnings_of in_child run_perl tempfile_kind);
 use Reference qw(ref_tempfile ref_tempfile_contents ref_create_owned_file_fh);
 use Counted;
+use Cwd ();
+use Errno ();
+use File::Find ();
+use Scalar::Util ();
 use FastFile qw(tempfile tempfile_contents create_owned_file_fh);
 
 my $dir = tempdir();
@@ -188,7 +192,7 @@ for my $case ([ 'perm 0644', [0644] ], [ 'perm 0', [0] ], [ 'dir', [undef, dir =
     $rfh->flush;
     is(-s $fh, -s $rfh, "$label: print after seek lands where the reference's does");
 }
-for my $case ([ 'missing dir', "$dir/none" ], [ 'empty dir', '' ], [ 'a file as dir', do { spew("$dir/file", ''); "$dir/file" } ]) {
+for my $case ([ 'missing dir', "$dir/none" ], [ 'a file as dir', do { spew("$dir/file", ''); "$dir/file" } ]) {
     my ($label, $d) = @$case;
     my $got = outcome(sub { tempfile(undef, dir => $d) });
     my $ref = outcome(sub { ref_tempfile(undef, dir => $d) });
@@ -204,7 +208,7 @@ unlink "$dir/file";
     my $got = outcome(sub { create_owned_file_fh($file, $<, $GID) });
     ok($got->{ok}, 'create_owned_file_fh: returns') or diag($got->{err});
     my $fh = $got->{v}[0];
-    is(ref $fh, 'GLOB', 'a handle, as sysopen makes it');
+    is(ref $fh, 'IO::File', 'an IO::File, as IO::File->new makes it');
     ok(-f $file, 'the file, and its parents, made');
     my $rfile = "$dir/r/b/c/owned";
     my $rfh = ref_create_owned_file_fh($rfile, $<, $GID);
@@ -218,7 +222,8 @@ unlink "$dir/file";
         IO::Handle::clearerr($h);      # the failed read's error: print works again
         @w;
     } $fh, $rfh;
-    is($said[0], 'Filehandle $fh opened only for output', 'a read warns naming $fh');
+    s/GEN\d+/GEN/ for @said;     # Symbol::gensym's count: the next one
+    is($said[0], 'Filehandle GEN opened only for output', 'a read warns naming the handle as IO::File->new names it');
     is($said[0], $said[1], 'a read warns as on the reference\'s');
     ok(print({$fh} "log\n") && close($fh), 'print and close');
     is(slurp($file), "log\n", 'written through the handle');
@@ -277,6 +282,115 @@ SKIP: {
     is($w, 0, 'fchown fails: no warning');
     is($rleft, 'left', 'the reference leaves its file (its bug)');
     is($rw, 1, 'the reference warns that it could not unlink');
+}
+
+# tempfile and tempfile_contents with a false dir ('' or '0'), undef or
+# none: the reference's `if (!$dir)` takes its default directory (not
+# './0', and '' is no error)
+{
+    my $cwd = Cwd::getcwd();
+    chdir $dir or die "chdir $dir: $!";
+    mkdir '0' or die "mkdir 0: $!";
+    # the directory the file was made in, from /proc/self/fd
+    my $where = sub { (readlink('/proc/self/fd/' . fileno($_[0])) // "readlink: $!") =~ s{/[^/]*\z}{}r };
+    for my $case ([ "''", [ dir => '' ] ], [ "'0'", [ dir => '0' ] ], [ 'undef', [ dir => undef ] ], [ 'missing', [] ]) {
+        my ($label, $opts) = @$case;
+        for my $f ([ tempfile => sub { tempfile(undef, @_) }, sub { ref_tempfile(undef, @_) } ],
+                   [ tempfile_contents => sub { (tempfile_contents('x', undef, @_))[1] },
+                     sub { (ref_tempfile_contents('x', undef, @_))[1] } ]) {
+            my ($name, $ff, $rf) = @$f;
+            my $got = outcome(sub { $ff->(@$opts) });
+            my $ref = outcome(sub { $rf->(@$opts) });
+            ok($got->{ok}, "$name, dir $label: returns, as the reference") or diag($got->{err});
+            ok($ref->{ok}, "$name, dir $label: the reference returns") or diag($ref->{err});
+            is($got->{ok} && $where->($got->{v}[0]), $ref->{ok} && $where->($ref->{v}[0]),
+               "$name, dir $label: made where the reference makes it");
+        }
+    }
+    chdir $cwd or die "chdir $cwd: $!";
+    rmdir "$dir/0";
+}
+
+# create_owned_file_fh as the reference's: the handle's class and string,
+# undef and missing $perm under two umasks, $! after success, trailing
+# slashes, argument counts. FastFile's files under f/, the model's under r/.
+{
+    my $base = "$dir/co";
+    my $fh = create_owned_file_fh("$base/f/class", $<);
+    my $rfh = ref_create_owned_file_fh("$base/r/class", $<);
+    is(ref $fh, ref $rfh, 'create_owned_file_fh: the class of the reference\'s handle (' . ref($rfh) . ')');
+    ok($fh->isa('IO::Handle'), '... an IO::Handle');
+    is(Scalar::Util::blessed($fh), Scalar::Util::blessed($rfh), '... blessed as the reference\'s');
+    my ($str, $rstr) = map { "$_" =~ s/\(0x[0-9a-f]+\)\z/(ADDR)/r } $fh, $rfh;
+    is($str, $rstr, "... stringifies as the reference's ($rstr)");
+    close $fh;
+    close $rfh;
+
+    for my $umask (022, 002) {
+        my $old = umask $umask;
+        for my $case ([ 'undef', [ -1, undef ] ], [ 'missing', [ -1 ] ], [ 'missing with gid', [] ]) {
+            my ($label, $rest) = @$case;
+            my $name = sprintf 'perm-%03o-%s', $umask, $label =~ s/ /-/gr;
+            my $got = outcome(sub { create_owned_file_fh("$base/f/$name", $<, @$rest) });
+            my $ref = outcome(sub { ref_create_owned_file_fh("$base/r/$name", $<, @$rest) });
+            ok($got->{ok}, "perm $label, umask $umask: returns") or diag($got->{err});
+            is(mode_of("$base/f/$name"), mode_of("$base/r/$name"),
+               sprintf('perm %s, umask %03o: the mode the reference makes (%s)', $label, $umask, mode_of("$base/r/$name")));
+            is_deeply($got->{warnings}, $ref->{warnings}, "perm $label, umask $umask: the same warnings (none)");
+        }
+        umask $old;
+    }
+
+    for my $case ([ 'default gid', [] ], [ 'gid given', [ $GID ] ], [ 'gid and perm given', [ $GID, 0600 ] ]) {
+        my ($label, $rest) = @$case;
+        my $name = 'errno-' . $label =~ s/ /-/gr;
+        my @errno = map {
+            my ($f, $path) = @$_;
+            $! = Errno::EINVAL();
+            $f->($path, $<, @$rest);
+            $! + 0;
+        } [ \&create_owned_file_fh, "$base/f/$name" ], [ \&ref_create_owned_file_fh, "$base/r/$name" ];
+        is($errno[0], $errno[1], "$label: \$! after success as the reference leaves it ($errno[1])");
+    }
+
+    # File::Find's list of what is under a directory, relative
+    my $tree = sub {
+        my ($top) = @_;
+        my @found;
+        File::Find::find({ no_chdir => 1, wanted => sub { push @found, substr($_, length $top) } }, $top) if -d $top;
+        return join ' ', sort @found;
+    };
+    for my $tail ('a/b/', 'a2//b//', 'c/', 'd/e///') {
+        my $got = outcome(sub { create_owned_file_fh("$base/f/t/$tail", $<) });
+        my $ref = outcome(sub { ref_create_owned_file_fh("$base/r/t/$tail", $<) });
+        (my $want = $ref->{err} // 'returns') =~ s{/r/t/}{/f/t/};
+        is($got->{err} // 'returns', $want, "trailing slash '$tail': as the reference ($want)");
+        is($tree->("$base/f/t"), $tree->("$base/r/t"), "trailing slash '$tail': the directories the reference makes");
+    }
+
+    for my $args ([], [ "$base/f/n1" ], [ "$base/f/n5", $<, -1, 0640, 'more' ]) {
+        my $n = @$args;
+        my $got = outcome(sub { create_owned_file_fh(@$args) });
+        my $ref = outcome(sub { ref_create_owned_file_fh(map { s{/f/}{/r/}r } @$args) });
+        (my $want = $ref->{err} // 'returns') =~ s/'PVE::File::/'FastFile::/;
+        is($got->{err} // 'returns', $want, "$n arguments: refused as by the reference's signature ($want)");
+        ok(!-e "$base/f/n$n", "$n arguments: nothing made");
+    }
+    eval { create_owned_file_fh("$base/f/n5", $<, -1, 0640, 1) };
+    my $line = __LINE__ - 1;
+    is($@, "Too many arguments for subroutine 'FastFile::create_owned_file_fh' (got 5; expected at most 4) "
+           . "at $0 line $line.\n", "5 arguments: perl's text, at the caller's line");
+  SKIP: {
+        skip 'perl before 5.36: no signatures as the reference has them', 3 if $] < 5.036;
+        # the model's text is perl's own: a sub with the reference's signature
+        eval q{package PVE::File; use feature 'signatures'; no warnings;
+               sub create_owned_file_fh ($file, $uid, $gid = -1, $perm = 0640) { 1 } 1} or die $@;
+        for my $args ([], [ 'x' ], [ 'x', 1, 2, 3, 4 ]) {
+            my $real = outcome(sub { PVE::File::create_owned_file_fh(@$args) });
+            my $ref = outcome(sub { ref_create_owned_file_fh(@$args) });
+            is($ref->{err}, $real->{err}, scalar(@$args) . " arguments: the model's text is perl's ($real->{err})");
+        }
+    }
 }
 
 # -T: a tainted directory, perm, mode or file name is refused, as the

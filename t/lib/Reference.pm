@@ -206,11 +206,26 @@ sub ref_read_firstline {
 # O_TMPFILE, which Fcntl does not export: Linux's (__O_TMPFILE | O_DIRECTORY)
 sub O_TMPFILE () { 020000000 | Fcntl::O_DIRECTORY() }
 
-# file_read_last_line: seek to the end, then 4096-byte blocks backwards,
-# each prepended, until the bytes before the file's last byte hold a
-# newline. The sysfs bug: a file shorter than the size its seek reports
-# reads as ''.
+# The reference's signatures (PVE::File has `use v5.36`): a count they
+# refuse dies with perl's text, at the caller's line, naming the
+# reference's sub (t/18 checks this text against perl's own signatures
+# where the perl has them as the reference has, 5.36 and later).
+sub _signature {
+    my ($name, $got, $min, $max) = @_;
+    return if $got >= $min && $got <= $max;
+    my (undef, $file, $line) = caller 1;
+    die sprintf "Too %s arguments for subroutine 'PVE::File::%s' (got %d; expected %s%d) at %s line %d.\n",
+        $got < $min ? ('few', $name, $got, $min == $max ? '' : 'at least ', $min)
+                    : ('many', $name, $got, $min == $max ? '' : 'at most ', $max), $file, $line;
+}
+
+# file_read_last_line($file): seek to the end, then 4096-byte blocks
+# backwards, each prepended, until the bytes before the file's last byte
+# hold a newline. The sysfs bug: a file shorter than the size its seek
+# reports reads as ''. $! afterwards: its sysread's 0, or the IO::File
+# open's ENOTTY when the size is 0 (no read).
 sub ref_read_last_line {
+    _signature('file_read_last_line', scalar @_, 1, 1);
     my ($file) = @_;
     my $fh = IO::File->new($file, '<');
     if (!$fh) {
@@ -242,12 +257,13 @@ sub ref_read_last_line {
 sub ref_tempfile {
     my ($perm, %opts) = @_;
     $perm //= 0600;
-    my $dir = $opts{dir} // (-d "/run/user/$<" ? "/run/user/$<" : $< == 0 ? '/run' : '/tmp');
+    my $dir = $opts{dir};
+    $dir = -d "/run/user/$<" ? "/run/user/$<" : $< == 0 ? '/run' : '/tmp' if !$dir;
     my $mode = $opts{mode} // Fcntl::O_RDWR();
     $mode |= O_EXCL if !$opts{allow_links};
     my $fh = IO::File->new($dir, $mode | O_TMPFILE, $perm);
     if (!$fh && $! == Errno::EOPNOTSUPP()) {
-        my $path = ($opts{dir} // '/tmp') . "/.tmpfile.$$";
+        my $path = ($opts{dir} || '/tmp') . "/.tmpfile.$$";
         $fh = IO::File->new($path, $mode | O_CREAT | O_EXCL, $perm);
         unlink $path if $fh;
     }
@@ -273,17 +289,21 @@ sub ref_tempfile_contents {
     return ("/proc/$$/fd/" . $fh->fileno, $fh);
 }
 
-# create_owned_file_fh: make_path of the parent, exclusive create, chown on
-# the handle; the bug: the cleanup unlinks the handle (its name as a
-# string), so the file stays, with a warning.
+# create_owned_file_fh($file, $uid, $gid = -1, $perm = 0640): make_path
+# of dirname (a trailing slash is no level), IO::File->new with
+# O_WRONLY|O_CREAT|O_EXCL (an undef $perm: IO::File's 0666; $! ENOTTY
+# after, from its isatty), chown on the handle; the bug: the cleanup
+# unlinks the handle (its name as a string), so the file stays, with a
+# warning.
 sub ref_create_owned_file_fh {
+    _signature('create_owned_file_fh', scalar @_, 2, 4);
     my ($file, $uid, $gid, $perm) = @_;
     $gid = -1 if @_ < 3;
     $perm = 0640 if @_ < 4;
     require File::Basename;
     require File::Path;
     File::Path::make_path(File::Basename::dirname($file));
-    sysopen(my $fh, $file, O_WRONLY | O_CREAT | O_EXCL, $perm)
+    my $fh = IO::File->new($file, O_WRONLY | O_CREAT | O_EXCL, $perm)
         or die "unable to create file '$file' - $!\n";
     if (!chown($uid, $gid, $fh)) {
         my $err = $!;
