@@ -19,6 +19,42 @@
 
 #include "xs_common.h"
 
+/* The reference's scope, which has no `use locale`, while perl formats a
+ * value: PL_curcop pointing to a COP without hints and PL_hints cleared,
+ * the two perl decides on `use locale` by (IN_LC). Nothing that runs in
+ * between may run user code, warn or croak: both are put back directly. */
+struct ffxs_plain_scope {
+    COP *cop;
+    U32 hints;
+    COP plain;
+};
+
+static void S_enter_plain_scope(pTHX_ struct ffxs_plain_scope *s)
+{
+    s->cop = PL_curcop;
+    s->hints = PL_hints;
+    Zero(&s->plain, 1, COP);
+    PL_curcop = &s->plain;
+    PL_hints = 0;
+}
+
+static void S_leave_plain_scope(pTHX_ struct ffxs_plain_scope *s)
+{
+    PL_curcop = s->cop;
+    PL_hints = s->hints;
+}
+
+void ffxs_cat_errno(pTHX_ SV *msg, int err)
+{
+    struct ffxs_plain_scope scope;
+
+    SETERRNO(err, 0);
+    S_enter_plain_scope(aTHX_ &scope);
+    sv_catsv(msg, get_sv("!", GV_ADD));
+    S_leave_plain_scope(aTHX_ &scope);
+    SETERRNO(err, 0);
+}
+
 /* "<formatted prefix><$! text>" for err, with "\n" or (without it, croak_sv
  * adds perl's " at FILE line N."), mortal; $! is left at err. */
 static SV *S_errno_message(pTHX_ int err, bool newline, const char *fmt, va_list *args)
@@ -26,8 +62,7 @@ static SV *S_errno_message(pTHX_ int err, bool newline, const char *fmt, va_list
     SV *msg = sv_2mortal(newSVpvs(""));
 
     sv_vcatpvf(msg, fmt, args);
-    SETERRNO(err, 0);
-    sv_catsv(msg, get_sv("!", GV_ADD));
+    ffxs_cat_errno(aTHX_ msg, err);
     if (newline)
         sv_catpvs(msg, "\n");
     SETERRNO(err, 0);
@@ -69,22 +104,15 @@ void ffxs_warn_soft(pTHX_ U32 cat, bool dflt, const char *fmt, ...)
     warn_sv(msg);    /* unlike Perl_warner, never dies for FATAL */
 }
 
-/* A plain number (no string form yet) formatted in place, with PL_curcop
- * pointing to a COP without hints and PL_hints cleared while perl formats
- * it: perl decides on `use locale` by those two (IN_LC), and the reference
- * formats in its own scope, which has none. No user code, warning or croak
- * can happen in between, so both are put back directly. */
+/* A plain number (no string form yet) formatted in place, in the
+ * reference's scope (no `use locale`: 1.5 is "1.5"). */
 static void S_stringify_number(pTHX_ SV *sv)
 {
-    COP *cop = PL_curcop, plain;
-    U32 saved_hints = PL_hints;
+    struct ffxs_plain_scope scope;
 
-    Zero(&plain, 1, COP);
-    PL_curcop = &plain;
-    PL_hints = 0;
+    S_enter_plain_scope(aTHX_ &scope);
     (void)SvPV_nomg_nolen(sv);
-    PL_curcop = cop;
-    PL_hints = saved_hints;
+    S_leave_plain_scope(aTHX_ &scope);
     /* perl leaves a number's string form uncached where the locale could
      * change it: this one is final, or the next SvPV would format it again
      * in the caller's locale */

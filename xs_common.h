@@ -19,8 +19,14 @@
 #pragma GCC visibility push(hidden)   /* see ff_io.h */
 #endif
 
-/* Croak with "<formatted prefix><$! text>\n" and leave $! set to err. The
- * text comes from perl's own $! so it matches "$!" in the caller's locale. */
+/* Append the text of err to msg as perl's own $! gives it in the
+ * reference's scope, which has no `use locale` (English from perl 5.22 on,
+ * whatever the caller's locale), and leave $! set to err. */
+void ffxs_cat_errno(pTHX_ SV *msg, int err);
+#define cat_errno(msg, err) ffxs_cat_errno(aTHX_ msg, err)
+
+/* Croak with "<formatted prefix><$! text>\n" (cat_errno's text) and leave
+ * $! set to err. */
 void ffxs_croak_errno(pTHX_ int err, const char *fmt, ...)
     __attribute__format__(__printf__, pTHX_2, pTHX_3) __attribute__noreturn__;
 #define croak_errno(err, ...) ffxs_croak_errno(aTHX_ err, __VA_ARGS__)

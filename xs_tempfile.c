@@ -337,9 +337,11 @@ SV *ffxs_create_owned(pTHX_ SV *file, SV *uid, SV *gid, SV *perm)
         croak_errno(err, "unable to create file '%" SVf "' - ", SVfARG(path));
     if (err) {
         if (unlink_err) {
-            SETERRNO(unlink_err, 0);
+            SV *text = sv_2mortal(newSVpvs(""));
+
+            cat_errno(text, unlink_err);
             warn("failed to unlink '%" SVf "' after failing to set owner: %" SVf "\n",
-                 SVfARG(path), SVfARG(sv_2mortal(newSVsv(get_sv("!", GV_ADD)))));
+                 SVfARG(path), SVfARG(text));
         }
         croak_errno_at(err, "failed to change owner of '%" SVf "' to %" SVf ":%" SVf " - ",
                        SVfARG(path), SVfARG(uid), SVfARG(gid));

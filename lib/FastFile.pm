@@ -802,9 +802,12 @@ ones not looked up for a second, a C<LOOKUP> each more: 1.05 to 1.1).
 
 =head2 Exceptions
 
-Each ends in a newline; C<$!> is left set to the failing call's error, and the
-C<$!> text in the message is perl's own, so it matches C<"$!"> in the
-caller's locale. Whatever the error, the target is untouched (but where an
+Each ends in a newline; C<$!> is left set to the failing call's error. The
+C<$!> text in the message is perl's own as the reference's code gets it,
+which has no C<use locale>: English (from perl 5.22 on) whatever the
+caller's locale, for every function alike (under the caller's C<use
+locale>, C<"$!"> of the C<$!> left set gives the caller's language).
+Whatever the error, the target is untouched (but where an
 entry says otherwise) and no temporary file is left. Each entry says what
 causes it, then what to do.
 

@@ -102,4 +102,64 @@ is($got{name_overloaded}, '6.5', '... a file name: 6.5');
 is($got{sprintf}, '6,25|7,5|0,125|8', "the caller's sprintf uses the comma");
 is($got{printf}, $got{sprintf}, "the writer's printf: as the caller's sprintf");
 
+# Error texts: the reference's code has no `use locale`, so its "$!" in
+# them is perl's text outside it (English from perl 5.22 on) whatever the
+# caller's locale. All nine of PVE::File's helpers alike, each compared
+# with its model (t/lib/Reference.pm, which has no `use locale` either),
+# under the caller's `use locale` in the same locale, whose own "$!" is
+# not English.
+my $errors = <<'PERL';
+use strict; use warnings;
+use POSIX qw(setlocale LC_ALL);
+use FastFile qw(:pve);
+use lib 't/lib';
+use Reference qw(ref_file_set_contents ref_get_contents ref_read_firstline ref_read_last_line ref_file_copy
+                 ref_safe_read_from ref_tempfile ref_tempfile_contents ref_create_owned_file_fh);
+my ($locale, $dir) = @ARGV;
+setlocale(LC_ALL, $locale) or die "setlocale $locale: $!";
+use locale;
+open my $fh, '>', "$dir/file" or die "$dir/file: $!";
+close $fh;
+my $dh = sub { open my $h, '<', $dir or die "$dir: $!"; $h };
+my @cases = (
+    [ file_set_contents => sub { file_set_contents("$dir/none/x", 'a') },
+                           sub { ref_file_set_contents("$dir/none/x", 'a') } ],
+    [ file_get_contents => sub { file_get_contents("$dir/none") }, sub { ref_get_contents("$dir/none") } ],
+    [ file_read_first_line => sub { file_read_first_line("$dir/file/x") }, sub { ref_read_firstline("$dir/file/x") } ],
+    [ file_read_last_line => sub { file_read_last_line("$dir/file/x") }, sub { ref_read_last_line("$dir/file/x") } ],
+    [ file_copy => sub { file_copy("$dir/none", "$dir/dst") }, sub { ref_file_copy("$dir/none", "$dir/dst") } ],
+    [ safe_read_from => sub { safe_read_from($dh->()) }, sub { ref_safe_read_from($dh->()) } ],
+    [ tempfile => sub { tempfile(undef, dir => "$dir/none") }, sub { ref_tempfile(undef, dir => "$dir/none") } ],
+    [ tempfile_contents => sub { tempfile_contents('x', undef, dir => "$dir/none") },
+                           sub { ref_tempfile_contents('x', undef, dir => "$dir/none") } ],
+    [ create_owned_file_fh => sub { create_owned_file_fh("$dir/file", $<) },
+                              sub { ref_create_owned_file_fh("$dir/file", $<) } ],
+);
+$! = 2;
+print "caller\t", unpack('H*', "$!"), "\n";
+for (@cases) {
+    my ($name, $ff, $rf) = @$_;
+    my @err = map { eval { $_->(); 1 } ? 'returned' : $@ =~ s/ at \S+ line \d+\.\n\z//r } $ff, $rf;
+    print join("\t", $name, map { unpack 'H*', $_ } @err), "\n";
+}
+PERL
+($status, $out) = run_perl($errors, args => [$locale, $dir], env => \%env);
+is($status, 0, 'errors: the child ran') or diag($out);
+my %err = map { my ($k, @v) = split /\t/; $k => [ map { pack 'H*', $_ } @v ] } grep { /\t/ } split /\n/, $out;
+SKIP: {
+    skip "errors: $locale has no translated error messages here (apt-get install locales)", 18
+        if !$err{caller} || $err{caller}[0] eq 'No such file or directory';
+    for my $name (qw(file_set_contents file_get_contents file_read_first_line file_read_last_line file_copy
+                     safe_read_from tempfile tempfile_contents create_owned_file_fh)) {
+        my ($got, $want) = @{ $err{$name} || [ 'missing', '' ] };
+        is($got, $want, "$name: the error text of the reference (" . ($want =~ s/\n\z//r) . "), not the caller's locale's");
+        if ($] >= 5.022) {
+            like($got, qr/(?:No such file or directory|Not a directory|Is a directory|File exists)\n?\z/,
+                 "$name: its \$! part in English");
+        } else {
+            pass("$name: perl before 5.22 has no English \$! outside `use locale`");
+        }
+    }
+}
+
 done_testing();
