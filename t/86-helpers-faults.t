@@ -195,6 +195,61 @@ is(join(',', entries($dir)), '', 'signals: nothing left in the directory');
     ok(!-e $file, 'FastFile leaves no file');
 }
 
+# After a failed fchown, create_owned_file_fh removes only the file it
+# made, or nothing (issue 35): while fchown is held (strace's delay_exit,
+# the failure injected), a child that may write the directories swaps the
+# parent for a symlink to another directory, or moves another file to the
+# name. The file is removed in the directory it was created in, while its
+# fd is open and only when the name there is still it; the file now behind
+# the name is left alone (main removed it: unlink by the path, resolved
+# again).
+{
+    my $code = <<'CODE';
+my ($base, $how) = @ARGV;
+my $pid = fork // die "fork: $!";
+if (!$pid) {
+    for (1 .. 5000) {
+        if (-e "$base/work/f") {
+            if ($how eq 'symlink') {
+                rename("$base/work", "$base/work.old") && symlink("$base/victim", "$base/work") or POSIX::_exit(2);
+            } else {
+                rename("$base/victim/f", "$base/work/f") or POSIX::_exit(2);
+            }
+            POSIX::_exit(0);
+        }
+        select undef, undef, undef, 0.002;
+    }
+    POSIX::_exit(1);
+}
+my $ok = eval { create_owned_file_fh("$base/work/f", 4242, 4242); 1 };
+my $err = $@;
+waitpid $pid, 0;
+die "the swapper failed: $?\n" if $?;
+die $err if !$ok;
+'returned'
+CODE
+    for my $case ([ 'parent swapped for a symlink', 'symlink' ], [ 'another file moved to the name', 'replace' ]) {
+        my ($label, $how) = @$case;
+        my $base = "$dir/swap-$how";
+        mkdir $_ or die "mkdir $_: $!" for $base, "$base/work", "$base/victim";
+        spew("$base/victim/f", "victim's\n");
+        my $r = strace_call($code, args => [ $base, $how ], setup => 'use POSIX ()', trace => ['fchown'],
+                            inject => ['fchown:error=EPERM:delay_exit=500000']);
+        like($r->{err}, qr/\Afailed to change owner of '\Q$base\E\/work\/f' to 4242:4242 - Operation not permitted/,
+             "$label: fchown fails (injected)") or diag($r->{err}, $r->{stderr});
+        my $victim = $how eq 'symlink' ? "$base/victim/f" : "$base/work/f";
+        ok(-e $victim, "$label: the other file is not removed");
+        is(-e $victim ? FFTest::slurp($victim) : 'gone', "victim's\n", "$label: ... and holds its bytes");
+        if ($how eq 'symlink') {
+            ok(!-e "$base/work.old/f", "$label: the file made is removed, in the directory it was made in");
+            is_deeply($r->{warnings}, [], "$label: no warning");
+        } else {
+            is_deeply($r->{warnings}, ["failed to unlink '$base/work/f' after failing to set owner: Stale file handle\n"],
+                      "$label: nothing removed, with the reference's warning (ESTALE: another file)");
+        }
+    }
+}
+
 # ----------------------------------------------------------- fd exhaustion
 
 {
