@@ -498,9 +498,14 @@ that grows past C<$max> while it is copied dies C<file 'SRC' too long -
 aborting>, the target untouched, no temp left. With C<if_changed> or
 C<utf8> the bytes are needed in memory (compared, encoded): the source is
 read into a private string first, as C<file_get_contents> reads it. Returns
-1, or 0 when C<if_changed> found the target holding the bytes already.
-C<$!> afterwards is what the reference leaves. Exported on request and by
-C<:pve>.
+1, or 0 when C<if_changed> found the target holding the bytes already;
+under C<-T> that value is tainted when an argument is (perl taints what
+is made while a tainted value is used): test it for truth, do not build
+names from it. C<$!> afterwards is what the reference leaves. Errors come
+in the reference's order, the source's first: when the target cannot be
+made, the rest of the source is read (up to a byte past C<$max>) before
+the target's error is reported, so a source that is too long or fails to
+read says so. Exported on request and by C<:pve>.
 
 =head2 safe_read_from
 
@@ -558,7 +563,13 @@ one that cannot seek to its end (F</proc>'s generated files, C<EINVAL>) dies
 C<sysseek failed>, a directory dies C<sysread failed - Is a directory> (or
 C<sysseek failed> where its filesystem cannot seek to a directory's end);
 a file shorter than its size says (sysfs: 4096) gives its real last line
-(see L</CAVEATS>). Exported on request and by C<:pve> and C<:all>.
+(see L</CAVEATS>). C<$!> afterwards is what the reference leaves: 0 (its
+C<sysread>), C<ENOTTY> where the size is 0 and nothing is read (its
+C<IO::File> open asks C<isatty>), C<ENOENT> for a missing file. One
+argument, as the reference's signature C<($file)>: other counts die with
+perl's text, C<Too few arguments for subroutine
+'FastFile::file_read_last_line' (got 0; expected 1) at FILE line N.>
+Exported on request and by C<:pve> and C<:all>.
 
 =head2 tempfile
 
@@ -567,7 +578,8 @@ a file shorter than its size says (sysfs: 4096) gives its real last line
 PVE::File's C<tempfile>: an unnamed file, open, as an C<IO::File>
 (C<print>, C<flush>, C<seek>, C<fileno>, C<close> and the other methods
 work as on the reference's). C<$perm> defaults to C<0600> (the umask
-filters it). It is made with C<O_TMPFILE> in C<< $opts{dir} >>, else
+filters it). It is made with C<O_TMPFILE> in C<< $opts{dir} >> when it is
+true, else (also for C<''> and C<'0'>, as the reference's C<if (!$dir)>)
 F</run/user/E<lt>uidE<gt>> if that is a directory, else F</run> for root,
 else F</tmp>; C<< $opts{mode} >> gives the open flags (default C<O_RDWR>;
 the handle reads, writes or appends as C<sysopen> with those flags would
@@ -599,11 +611,22 @@ C<print> appends, C<seek($fh, 0, 0)> reads it back. C<$data> is read once
   my $fh = create_owned_file_fh($file, $uid, $gid, $perm);
 
 PVE::File's C<create_owned_file_fh> (task logs): makes the missing parent
-directories (as C<File::Path::make_path>, mode C<0777> less the umask),
-creates C<$file> with C<O_WRONLY|O_CREAT|O_EXCL> and C<$perm> (default
-C<0640>), sets its owner to C<$uid> and group C<$gid> (default C<-1>: left
-as it is) on the open file, and returns the write handle. If the owner
-cannot be set, the file is removed before it dies (see L</CAVEATS>).
+directories (as C<File::Path::make_path> of C<File::Basename::dirname>,
+mode C<0777> less the umask: for C<'a/b/'> only C<a>, then the create
+dies C<Is a directory>), creates C<$file> with C<O_WRONLY|O_CREAT|O_EXCL>
+and C<$perm>, sets its owner to C<$uid> and group C<$gid> (default C<-1>:
+left as it is) on the open file, and returns the write handle, an
+C<IO::File> as the reference's C<< IO::File->new >> makes it (C<ref> says
+C<IO::File>, it stringifies C<IO::File=GLOB(0x...)>). C<$perm> missing is
+C<0640>; passed as C<undef> it is C<< IO::File->new >>'s C<0666> (C<0644>
+under umask 022), as in the reference, whose default applies only to a
+missing argument. C<$!> afterwards is C<ENOTTY>, as the reference's open
+leaves it. Two to four arguments, as the reference's signature: other
+counts die with perl's text (C<Too few arguments for subroutine
+'FastFile::create_owned_file_fh' (got 1; expected at least 2) at FILE
+line N.>). The file is made in its directory held open (C<O_PATH>). If
+the owner cannot be set, that file is removed before it dies, from that
+directory and only while the name there is still it (see L</CAVEATS>).
 Exported on request and by C<:pve> and C<:all>.
 
 =head2 atomic_writer
@@ -817,8 +840,9 @@ causes it, then what to do.
 
 C<$filename> is C<undef> or C<"">. Check the variable that should hold the
 path (C<file_read_firstline> returns C<undef> for it instead; for C<"">,
-C<create_owned_file_fh> and C<tempfile>'s C<dir> fail as the reference's
-C<sysopen> does, C<No such file or directory>).
+C<create_owned_file_fh> fails as the reference's C<sysopen> does, C<No
+such file or directory>, and C<tempfile>'s C<dir> of C<""> or C<"0"> means
+no C<dir>, as the reference's C<if (!$dir)>).
 
 =item C<unable to open file 'TEMP' - $!>
 
@@ -1041,8 +1065,15 @@ file is in the way). Create it, or remove what is in the way.
 =item C<failed to change owner of 'FILE' to UID:GID - $! at ...>
 
 C<create_owned_file_fh> could not set the new file's owner (C<EPERM>: only
-root may give a file away); the file has been removed. Run as root, or pass
-your own uid.
+root may give a file away; root on FUSE, vfat, NFS with root squash); the
+file it made has been removed, unless a warning says otherwise. Run as
+root on a filesystem that keeps owners, or pass your own uid.
+
+=item C<Too few arguments for subroutine 'FastFile::NAME' (got N; expected M) at ...>, C<Too many arguments ...>
+
+C<file_read_last_line> (one argument) or C<create_owned_file_fh> (two to
+four) was called with another count, which the reference's signatures
+refuse with these texts. Pass the arguments the function takes.
 
 =item C<FastFile: a process forked by a signal handler may not go on with the write of process N>
 
@@ -1079,8 +1110,10 @@ the reference's name C<print> or C<open>.
 
 =item C<failed to unlink 'FILE' after failing to set owner: $!>
 
-C<create_owned_file_fh> set no owner and could not remove the file it had
-created; it dies after this warning. Remove C<FILE> by hand.
+C<create_owned_file_fh> set no owner and did not remove the file it had
+created; it dies after this warning. C<Stale file handle>: another file
+had been moved to that name meanwhile, and was left alone. Remove C<FILE>
+by hand once you know which it is.
 
 =item C<Wide character in file_set_contents> (category C<utf8>)
 
@@ -1216,7 +1249,17 @@ with one C<write(2)> (the reference: one per 8 KiB), and its warnings
 follow FastFile's scope (they are on) and say C<tempfile_contents>, not
 C<print>. C<create_owned_file_fh> removes the file when setting its owner
 fails (the reference passes its handle to C<unlink>, which removes
-nothing, and warns); it does not load C<File::Path>. Under C<-T> it refuses
+nothing, and warns): the file it made, in the directory it made it in
+(held open since), checked by C<fstatat> to be the file its descriptor
+still has open just before C<unlinkat>. A parent directory swapped for a
+symlink meanwhile moves nothing; another file moved to the name is left
+alone, with the reference's warning (C<Stale file handle>). Not covered:
+another process that replaces the name between that check and the
+C<unlinkat> (one system call apart; it needs write permission on the
+directory). In the portable build, a parent directory it may write but
+not read cannot be held (no C<O_PATH>): the file is then made by its path
+and nothing is removed (the warning says C<Permission denied>). It does
+not load C<File::Path> or C<File::Basename>. Under C<-T> it refuses
 a tainted C<$uid>, C<$gid> or C<$perm> before making anything (the
 reference dies in its C<sysopen> or C<chown>, after making the directories
 and, for C<chown>, the file).
@@ -1227,12 +1270,17 @@ C<file_copy> writes the temporary file while it reads the source (the
 reference reads all of it first): a source whose read fails midway
 (C<EIO>) fails the same way, but after the temp was made (and removed
 again), so with C<< mkdir => 1 >> the target's missing directories exist
-afterwards. Sources of unknown size (pipes, C</proc>) and those C<fstat>
-says are longer than C<$max> fail before anything is made (the latter when
-a byte past C<$max> is there: a sysfs file, which says 4096 bytes, is
-copied when what it holds fits). A failing source
-(other than a growing one) is reported before a bad target only when it
-fails before its first block is read.
+afterwards. Sources that C<fstat> says are longer than C<$max> fail
+before anything is made, when a byte past C<$max> is there (a sysfs file,
+which says 4096 bytes, is copied when what it holds fits); so do sources
+of unknown size (pipes, devices, C</proc>) that pass C<$max> or fail
+within their first block (64 KiB); a longer one that passes C<$max> later
+fails after the temp was made (and removed). When the target cannot be
+made, the rest of the source is read before its error is reported, so the
+source's error (too long, a failed read) comes first, as in the
+reference. A source that fails after a write to the temp failed
+(C<ENOSPC>) is not read on: the write's error is reported, where the
+reference, which read everything first, reports the source's.
 
 =item *
 

@@ -238,6 +238,15 @@ for my $sys (grep { -r } '/sys/kernel/mm/transparent_hugepage/enabled', '/sys/po
         else           { is($out, $want, "-T, $label: copied") }
     }
     ok(-e "$d/dst-src" && !-e "$d/dst-dst" && !-e "$d/dst-perm", '-T: only the untainted target written');
+    # what the POD says of the return value: tainted when an argument is
+    my $ret = 'use FastFile "file_copy"; use Scalar::Util "tainted"; my ($s, $t, $max) = @ARGV; ($s) = $s =~ /(.*)/;'
+            . ' ($t) = $t =~ /(.*)/; ($max) = $max =~ /(.*)/ if $max eq "clean";'
+            . ' $max = $max eq "clean" ? undef : 1000 + 0 * length $max;'
+            . ' my $r = file_copy($s, $t, $max); print "$r ", tainted($r) ? "tainted" : "clean"';
+    for my $max ('clean', 'tainted') {
+        my (undef, $out) = run_perl($ret, switches => ['-T'], args => [ "$d/src", "$d/dst-ret", $max ]);
+        is($out, "1 $max", "-T, $max arguments: returns a $max 1");
+    }
     is_deeply([ temps_in($d) ], [], '-T: no temp left');
 }
 
