@@ -665,11 +665,12 @@ SV *ffxs_path_sv(pTHX_ struct ffxs_path *path)
     return path->sv;
 }
 
-FF_HOT bool ffxs_start_write(pTHX_ struct ff_atomic *a, struct ffxs_path *path,
-                      const struct ff_options *opt,
-                      const struct ff_eintr *intr, IV pid, const char *op,
-                      const char *buf, STRLEN len, const char *tail, STRLEN tail_len,
-                      char *temp_buf, const char *suffix, size_t suffix_len)
+/* start_write's steps before the old target is compared: a set up (and
+ * its discard registered, unless temp_buf), a NUL refused, the target
+ * prepared. Returns 0, or the error of a->step. */
+static inline int S_setup_write(pTHX_ struct ff_atomic *a, struct ffxs_path *path,
+                                const struct ff_options *opt, const struct ff_eintr *intr, IV pid,
+                                const char *op, char *temp_buf)
 {
     int err;
 
@@ -684,7 +685,17 @@ FF_HOT bool ffxs_start_write(pTHX_ struct ff_atomic *a, struct ffxs_path *path,
     /* ENOENT, like open; set here: the warning's handler may change errno */
     if (memchr(path->pv, '\0', path->len))
         croak_unless_safe(path_sv(path), op, pid);
-    err = ff_atomic_prepare(a);
+    return ff_atomic_prepare(a);
+}
+
+FF_HOT bool ffxs_start_write(pTHX_ struct ff_atomic *a, struct ffxs_path *path,
+                      const struct ff_options *opt,
+                      const struct ff_eintr *intr, IV pid, const char *op,
+                      const char *buf, STRLEN len, const char *tail, STRLEN tail_len,
+                      char *temp_buf, const char *suffix, size_t suffix_len)
+{
+    int err = S_setup_write(aTHX_ a, path, opt, intr, pid, op, temp_buf);
+
     if (err)
         croak_step(a, err, path_sv(path));
     /* noclobber wins: an existing target is an error even when identical */
@@ -695,4 +706,13 @@ FF_HOT bool ffxs_start_write(pTHX_ struct ff_atomic *a, struct ffxs_path *path,
     if (err)
         croak_step(a, err, path_sv(path));
     return TRUE;
+}
+
+int ffxs_make_temp(pTHX_ struct ff_atomic *a, struct ffxs_path *path,
+                   const struct ff_options *opt, const struct ff_eintr *intr, IV pid,
+                   const char *op, const char *suffix, size_t suffix_len)
+{
+    int err = S_setup_write(aTHX_ a, path, opt, intr, pid, op, NULL);
+
+    return err ? err : ff_atomic_create_named(a, (long)pid, suffix, suffix_len);
 }

@@ -400,6 +400,16 @@ bool ffxs_start_write(pTHX_ struct ff_atomic *a, struct ffxs_path *path,
     ffxs_start_write(aTHX_ a, path, opt, intr, pid, op, buf, len, tail, tail_len, temp_buf, \
                      suffix, suffix_len)
 
+/* start_write without if_changed (a plain write's temp, named with
+ * suffix), the target's error returned with a->step instead of croaked,
+ * so that the caller may report another first (file_copy: its source's).
+ * Returns 0 with the temp made. */
+int ffxs_make_temp(pTHX_ struct ff_atomic *a, struct ffxs_path *path,
+                   const struct ff_options *opt, const struct ff_eintr *intr, IV pid,
+                   const char *op, const char *suffix, size_t suffix_len);
+#define make_temp(a, path, opt, intr, pid, op, suffix, suffix_len) \
+    ffxs_make_temp(aTHX_ a, path, opt, intr, pid, op, suffix, suffix_len)
+
 #if defined(__GNUC__) && __GNUC__ >= 4
 #pragma GCC visibility pop
 #endif

@@ -49,24 +49,6 @@ static void S_croak_copy(pTHX_ struct ff_atomic *a, int err, enum ff_copy_side s
     croak_step(a, err, dst);
 }
 
-/* start_write's steps for the copy (it has no if_changed), the target's
- * error returned, not croaked: the source has its say first
- * (S_croak_target). */
-static int S_create_temp(pTHX_ struct ff_atomic *a, struct ffxs_path *path,
-                         const struct ff_options *opt, const struct ff_eintr *intr, IV pid,
-                         const char *op, const char *suffix, size_t suffix_len)
-{
-    int err = ff_atomic_init(a, path->pv, opt, intr);
-
-    if (err)
-        croak_errno(err, "unable to replace '%" SVf "' - ", SVfARG(path_sv(path)));
-    discard_at_leave(a);
-    if (memchr(path->pv, '\0', path->len))
-        croak_unless_safe(path_sv(path), op, pid);
-    err = ff_atomic_prepare(a);
-    return err ? err : ff_atomic_create_named(a, (long)pid, suffix, suffix_len);
-}
-
 /* The target could not be made (err, at a->step). The reference reads the
  * whole source before it opens the target: a source that fails, or holds
  * more than max bytes, is what it reports. So the rest of the source is
@@ -211,7 +193,7 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
             ors = payload(ors_sv, FALSE, &ors_len, op);
         guard.atomic = a;
         guard.reading = FALSE;
-        err = S_create_temp(aTHX_ a, &dst_name, &opt, &intr, pid, op, suffix, suffix_len);
+        err = make_temp(a, &dst_name, &opt, &intr, pid, op, suffix, suffix_len);
         if (err) {
             guard.reading = TRUE;
             if (!buf)

@@ -311,6 +311,17 @@ SKIP: {
     rmdir "$dir/0";
 }
 
+# $! after success, preset to another value: what the reference leaves
+for my $case ([ 'tempfile', sub { tempfile(@_) }, sub { ref_tempfile(@_) } ],
+              [ 'tempfile_contents', sub { tempfile_contents('x', @_) }, sub { ref_tempfile_contents('x', @_) } ],
+              [ 'tempfile_contents of nothing', sub { tempfile_contents('', @_) }, sub { ref_tempfile_contents('', @_) } ]) {
+    my ($label, $ff, $rf) = @$case;
+    for my $opts ([], [ undef, dir => $dir ]) {
+        my @errno = map { $! = Errno::EINVAL(); my @h = $_->(@$opts); $! + 0 } $ff, $rf;
+        is($errno[0], $errno[1], "$label" . (@$opts ? ' in a dir' : '') . ": \$! after success as the reference leaves it ($errno[1])");
+    }
+}
+
 # create_owned_file_fh as the reference's: the handle's class and string,
 # undef and missing $perm under two umasks, $! after success, trailing
 # slashes, argument counts. FastFile's files under f/, the model's under r/.
