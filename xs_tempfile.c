@@ -253,7 +253,8 @@ static SV *S_io_file_handle(pTHX_ int fd)
     if (!get_cv("Symbol::gensym", 0))
         return handle_of(fd, O_WRONLY, "IO::File", "__ANONIO__");
     PUSHMARK(SP);
-    (void)call_pv("Symbol::gensym", G_SCALAR | G_NOARGS);
+    PUTBACK;
+    (void)call_pv("Symbol::gensym", G_SCALAR);
     SPAGAIN;
     rv = sv_2mortal(newSVsv(POPs));
     PUTBACK;
