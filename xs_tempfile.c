@@ -1,8 +1,7 @@
 /* xs_tempfile.c - the perl side of tempfile, tempfile_contents and
  * create_owned_file_fh (XSUBs in Tempfile.xsh, files opened in
- * ff_tempfile.c). Each returns an fd that lib/FastFile.pm turns into the
- * reference's handle (open "&="), so PerlIO finds the file's offset where
- * the data written here ended. */
+ * ff_tempfile.c). Each returns the reference's handle, an IO::File on the
+ * fd (PerlIO finds the file's offset where the data written here ended). */
 #define PERL_NO_GET_CONTEXT
 #include "EXTERN.h"
 #include "perl.h"
