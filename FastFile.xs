@@ -646,6 +646,7 @@ _build_info()
     (void)hv_stores(info, "statx", newSViv(!!(features & FF_FEATURE_STATX)));
     (void)hv_stores(info, "pid_cache", newSViv(ffxs_pid_cached(aTHX)));
     (void)hv_stores(info, "copy_file_range", newSViv(!!(features & FF_FEATURE_COPY_FILE_RANGE)));
+    (void)hv_stores(info, "file_handle", newSViv(!!(features & FF_FEATURE_FILE_HANDLE)));
     mXPUSHs(newRV_noinc((SV *)info));
 
 INCLUDE: Writer.xsh

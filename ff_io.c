@@ -1290,9 +1290,19 @@ void ff_atomic_note_temp(struct ff_atomic *a, int dirfd, const char *name)
         FF_SYSCALL(err, NULL, fstat(a->fd, &st));
     else
         FF_SYSCALL(err, NULL, fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW));
-    a->have_id = 1;
+    a->have_id = FF_ID_INODE;
     a->id_dev = err ? 0 : st.st_dev;
     a->id_ino = err ? 0 : st.st_ino;
+    if (err)
+        return;
+    /* the handle where the filesystem gives one (else the inode number,
+     * which a file made after the temp's removal may get again) */
+    if (a->fd >= 0)
+        FF_SYSCALL(err, NULL, ff_file_handle_id(a->fd, "", AT_EMPTY_PATH, &a->id_mnt, &a->id_handle));
+    else
+        FF_SYSCALL(err, NULL, ff_file_handle_id(dirfd, name, 0, &a->id_mnt, &a->id_handle));
+    if (!err)
+        a->have_id = FF_ID_HANDLE;
 }
 
 FF_HOT int ff_atomic_temp_ours(struct ff_atomic *a, int dirfd, const char *name)
@@ -1302,6 +1312,16 @@ FF_HOT int ff_atomic_temp_ours(struct ff_atomic *a, int dirfd, const char *name)
 
     if (!a->have_id)
         return 0;
+    if (a->have_id == FF_ID_HANDLE) {
+        unsigned long long id = 0;
+        int mnt = 0;
+
+        FF_SYSCALL(err, NULL, ff_file_handle_id(dirfd, name, 0, &mnt, &id));
+        if (!err && mnt == a->id_mnt && id == a->id_handle)
+            return 0;
+        a->step = FF_STEP_TEMP_GONE;
+        return ESTALE;
+    }
     FF_SYSCALL(err, NULL, fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW));
     if (!err && a->id_ino && st.st_dev == a->id_dev && st.st_ino == a->id_ino)
         return 0;

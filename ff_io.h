@@ -150,7 +150,10 @@ struct ff_atomic {
     /* The temp's identity, noted before user code (a signal handler, code
      * between the writer's calls) could run while it exists: that code may
      * replace the temp by name, so the rename, and the cleanup's unlink,
-     * first check the name still is this file (ff_atomic_temp_ours). */
+     * first check the name still is this file (ff_atomic_temp_ours).
+     * FF_ID_HANDLE: its file handle too (id_mnt, id_handle), which a file
+     * that got the same inode number after the temp was removed does not
+     * have (ext4 and xfs give a freed number again at once). */
     int have_id;
     /* Where the temp is made, renamed and removed: AT_FDCWD (set by
      * init), or with opt.cwd_held the working directory held open
@@ -160,10 +163,16 @@ struct ff_atomic {
      * no longer). The owner closes it after the last discard
      * (ff_atomic_release_cwd). */
     int dirfd;
+    int id_mnt;        /* FF_ID_HANDLE: the mount's id */
     dev_t id_dev;
     ino_t id_ino;
+    unsigned long long id_handle;  /* FF_ID_HANDLE: digest of the file handle */
     struct stat old;   /* last: read only with have_old, so init leaves it as it is */
 };
+
+/* have_id: how the temp's identity was noted */
+#define FF_ID_INODE  1  /* device and inode number (no file handle here) */
+#define FF_ID_HANDLE 2  /* those and the file handle (ff_file_handle_id) */
 
 /* Bytes a temp path needs beyond "<target>.tmp.<pid>" for a random suffix. */
 #define FF_TEMP_SUFFIX_MAX 18   /* "." + 16 hex digits + NUL */
@@ -273,17 +282,20 @@ void ff_atomic_forget(struct ff_atomic *a);
  * errno. */
 void ff_atomic_remove_temp(struct ff_atomic *a);
 
-/* Note the temp's identity (device, inode) unless noted already: from its
- * fd while open, else from its name (relative to dirfd; AT_FDCWD: a->temp
- * as given), which is still ours as long as no user code has run since it
- * was made. Call it before user code may run while the temp exists; no
- * intr callback runs. A temp that cannot be looked at gets an identity no
- * file has: it is then never renamed nor removed. */
+/* Note the temp's identity (device, inode, and the file handle where the
+ * filesystem gives one) unless noted already: from its fd while open, else
+ * from its name (relative to dirfd; AT_FDCWD: a->temp as given), which is
+ * still ours as long as no user code has run since it was made. Call it
+ * before user code may run while the temp exists; no intr callback runs. A
+ * temp that cannot be looked at gets an identity no file has: it is then
+ * never renamed nor removed. */
 void ff_atomic_note_temp(struct ff_atomic *a, int dirfd, const char *name);
 
 /* 0 when no identity was noted (no user code ran since the temp was made)
- * or name (relative to dirfd) still is that file; else ESTALE, with
- * a->step FF_STEP_TEMP_GONE. No intr callback runs. */
+ * or name (relative to dirfd) still is that file: its file handle (one
+ * name_to_handle_at) where one was noted, else its device and inode (one
+ * fstatat); else ESTALE, with a->step FF_STEP_TEMP_GONE. No intr callback
+ * runs. */
 int ff_atomic_temp_ours(struct ff_atomic *a, int dirfd, const char *name);
 
 /* write(2) all of buf, retrying short writes and EINTR. A write that
@@ -441,6 +453,7 @@ int ff_temp_random_name(char *temp, size_t target_len, size_t base_len, int *fit
 #define FF_FEATURE_ACL             (1u << 6)
 #define FF_FEATURE_STATX           (1u << 7)
 #define FF_FEATURE_COPY_FILE_RANGE (1u << 8)
+#define FF_FEATURE_FILE_HANDLE     (1u << 9)
 unsigned ff_features(void);
 
 #if defined(__GNUC__) && __GNUC__ >= 4
