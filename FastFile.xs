@@ -223,6 +223,12 @@ FF_HOT static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV
     wrote = start_write(a, &path, &opt, &intr, pid, op, buf, len, ors, ors_len, temp_buf,
                         suffix, suffix_len);
     if (wrote) {
+        /* read back before the rename if a handler ran: not published
+         * when it wrote into the temp by name */
+        a->data = buf;
+        a->data_len = len;
+        a->data_tail = ors;
+        a->data_tail_len = ors_len;
         a->step = FF_STEP_WRITE;
         err = ff_write_tail_all(a->fd, buf, len, ors, ors_len, &intr);
         if (err)

@@ -119,7 +119,8 @@ enum ff_step {
     FF_STEP_RENAME,    /* (target) */
     FF_STEP_NOCLOBBER, /* no way to rename without replacing (target) */
     FF_STEP_SYNC_DIR,  /* fsync of the directory (target) */
-    FF_STEP_TEMP_GONE  /* the temp is no longer the file made (temp) */
+    FF_STEP_TEMP_GONE, /* the temp is no longer the file made (temp) */
+    FF_STEP_TEMP_WRITTEN /* the temp no longer holds the bytes written (temp) */
 };
 
 struct ff_atomic {
@@ -164,6 +165,15 @@ struct ff_atomic {
      * (ff_atomic_release_cwd). */
     int dirfd;
     int id_mnt;        /* FF_ID_HANDLE: the mount's id */
+    /* The bytes the temp must hold, where the caller has them all (the
+     * single call, the batch: data, then tail), or data NULL: after user
+     * code ran, the temp is read back and compared before its rename
+     * (ff_atomic_temp_publishable), so that code's writes into it by name
+     * are not published. */
+    const char *data;
+    const char *data_tail;
+    size_t data_len;
+    size_t data_tail_len;
     dev_t id_dev;
     ino_t id_ino;
     unsigned long long id_handle;  /* FF_ID_HANDLE: digest of the file handle */
@@ -297,6 +307,16 @@ void ff_atomic_note_temp(struct ff_atomic *a, int dirfd, const char *name);
  * fstatat); else ESTALE, with a->step FF_STEP_TEMP_GONE. No intr callback
  * runs. */
 int ff_atomic_temp_ours(struct ff_atomic *a, int dirfd, const char *name);
+
+/* What the rename of a temp needs after user code ran: it still is the
+ * file made (ff_atomic_temp_ours), and, where a->data is set, it holds
+ * exactly a->data then a->data_tail, read back by name (no user code runs
+ * between the two and the rename: the caller's callback is not called).
+ * 0, or ESTALE with a->step FF_STEP_TEMP_GONE or FF_STEP_TEMP_WRITTEN, or
+ * the errno of the read. A temp we may not read (a perm without the
+ * owner's read bit, as a normal user) is taken by its identity alone.
+ * Nothing at all where no user code ran (have_id 0). */
+int ff_atomic_temp_publishable(struct ff_atomic *a, int dirfd, const char *name);
 
 /* write(2) all of buf, retrying short writes and EINTR. A write that
  * returns 0 is reported as ENOSPC. */

@@ -215,10 +215,11 @@ my @ten = (setup => 'my $data = "0123456789";');
     my @seq = map { $_->{name} eq 'chdir' ? 'handler' : $_->{name} } grep { $_->{name} ne 'signal' } @{ $r->{calls} };
     # the temp's identity noted (fstat, and its file handle where the
     # build has them) before the handler runs, checked (the handle, else
-    # fstatat) before the rename: a handler may replace it by name
+    # fstatat) before the rename, and the temp read back (open, read to
+    # its end, close): a handler may replace it by name, or write into it
     my $handle = FastFile::_build_info()->{file_handle};
-    is("@seq", $handle ? 'openat write newfstatat name_to_handle_at handler write close name_to_handle_at rename'
-                       : 'openat write newfstatat handler write close newfstatat rename',
+    is("@seq", $handle ? 'openat write newfstatat name_to_handle_at handler write close name_to_handle_at openat read read close rename'
+                       : 'openat write newfstatat handler write close newfstatat openat read read close rename',
        'alarm during write, handler returns: handler ran between the EINTR and the retry') or diag(show($r));
 }
 {

@@ -1,11 +1,18 @@
 #!perl
-# A temp that user code replaced is never published, whatever inode number
-# the new file gets. ext4 and xfs give a freed inode number to the next
-# file made: a signal handler that removes the temp (closed by then, in
-# the commit or between a batch's files) and creates a file of that name
-# gets the temp's number, and a check of device and inode alone passes.
-# Run on a loop-mounted ext4 image where we may mount (root), else in the
-# test directory if its filesystem reuses numbers; skipped where neither.
+# What a call publishes is what it wrote, whatever user code (a signal
+# handler) did to its temp by name meanwhile:
+# - a temp removed and made again is never published, whatever inode
+#   number the new file gets. ext4 and xfs give a freed inode number to
+#   the next file made: a handler that removes the temp (closed by then,
+#   in the commit or between a batch's files) and creates a file of that
+#   name gets the temp's number, and a check of device and inode alone
+#   passes. Run on a loop-mounted ext4 image where we may mount (root),
+#   else in the test directory if its filesystem reuses numbers; skipped
+#   where neither.
+# - a temp written into by name (open '>' or '>>': the same file) is not
+#   published by file_set_contents and file_set_contents_many: the temp
+#   is read back after user code ran. The writer (bytes not kept) and
+#   file_copy publish what the file holds: the POD says so, tested here.
 use strict;
 use warnings;
 
@@ -59,12 +66,18 @@ sub reuses_numbers {
 my $mount_why = mount_ext4();
 my $dir = $mounted || $top;
 END { system('umount', $mounted) if $mounted && $$ == $parent }
-plan skip_all => "no directory here gives a removed file's inode number to the next one ($mount_why; "
-                 . "the test directory's filesystem does not)" unless reuses_numbers($dir);
-diag('no file handles in this build (portable, or no name_to_handle_at): the identity is the inode number')
-    unless FastFile::_build_info()->{file_handle};
+my $no_reuse = reuses_numbers($dir) ? ''
+    : "no directory here gives a removed file's inode number to the next one ($mount_why; "
+      . "the test directory's filesystem does not)";
 
 my $n = 0;
+
+sub ours_left {
+    my ($t) = @_;
+    my ($d, $leaf) = $t =~ m{\A(.*)/([^/]+)\z};
+    opendir my $dh, $d or die;
+    return [ sort grep { /^\Q$leaf\E\./ } readdir $dh ];
+}
 
 # The handler: the temp (its name's file) removed, a file of that name
 # made, with the temp's number (said on stdout).
@@ -73,6 +86,8 @@ my $REPLACE = 'local $SIG{ALRM} = sub { my $tmp = "$T.tmp.$$"; my $ino = (lstat 
               . ' print $fh "other\n"; close $fh or die;'
               . ' print "number reused\n" if (lstat $tmp)[1] == $ino };';
 
+SKIP: {
+skip $no_reuse, 1 if $no_reuse;
 for my $c (
     # label, the call, the write (of the traced ones) whose signal runs the handler after the temp's close
     [ 'file_set_contents', 'file_set_contents($T, "mine\n")', 1 ],
@@ -99,10 +114,63 @@ for my $c (
     is(slurp($t), $noclobber ? undef : "old\n", "$label: target untouched");
     is(slurp($tmp), "other\n", "$label: the handler's file left alone");
     ok(!-e "$t.b", "$label: no other target written") if $label =~ /many/ && $label !~ /one pair/;
-    opendir my $dh, $dir or die;
-    is_deeply([ sort grep { /^t-\Q$n\E\./ } readdir $dh ], [ "t-$n.tmp.$FFTest::PID" ],
-              "$label: nothing else left");
+    is_deeply(ours_left($t), [ "t-$n.tmp.$FFTest::PID" ], "$label: nothing else left");
     unlink $tmp;
+}
+}
+
+# ---- written in place: a handler opens the temp by name and writes into
+# it (the same file: its identity holds). file_set_contents and the batch
+# read the temp back before the rename once a handler ran, and fail; the
+# handler's bytes, or a mix, are never published. A handler that touches
+# nothing, or writes the very bytes, changes nothing.
+my $big = 'b' x (600 * 1024);     # more than one read of the check
+my %CALL = (
+    single => 'file_set_contents($T, $D)',
+    batch => 'file_set_contents_many([ $T => $D, "$T.b" => "b\n" ])',
+    'batch, second' => 'file_set_contents_many([ "$T.b" => "b\n", $T => $D ])',
+    'batch, fsync' => 'file_set_contents_many([ $T => $D, "$T.b" => "b\n" ], { fsync => 1 })',
+    'batch, one pair' => 'file_set_contents_many([ $T => $D ])',
+);
+for my $c (
+    # label, handler's code on the temp ($tmp), data, $\, inject, 1 when the call must fail
+    [ "'>' after the write", 'open my $fh, ">", $tmp or die; print $fh "other\n"; close $fh', "mine\n", undef, 'write:signal=SIGALRM:when=1', 1 ],
+    [ "'>' during the write (EINTR)", 'open my $fh, ">", $tmp or die; print $fh "other\n"; close $fh', "mine\n", undef, 'write:error=EINTR:signal=SIGALRM:when=1', 1 ],
+    [ "'>>' after the write", 'open my $fh, ">>", $tmp or die; print $fh "x"; close $fh', "mine\n", undef, 'write:signal=SIGALRM:when=1', 1 ],
+    [ "'+<' one byte changed, same size", 'open my $fh, "+<", $tmp or die; print $fh "M"; close $fh', "mine\n", undef, 'write:signal=SIGALRM:when=1', 1 ],
+    [ "'+<' the last byte of a big file", 'open my $fh, "+<", $tmp or die; seek $fh, -1, 2; print $fh "x"; close $fh', $big, undef, 'write:signal=SIGALRM:when=1', 1 ],
+    [ "'>' with \$\\ set", 'open my $fh, ">", $tmp or die; print $fh "other\n"; close $fh', "mine", "\n", 'write:signal=SIGALRM:when=1', 1 ],
+    [ 'handler touches nothing', '1', "mine\n", undef, 'write:signal=SIGALRM:when=1', 0 ],
+    [ 'handler touches nothing, $\\ set', '1', "mine", "!\n", 'write:signal=SIGALRM:when=1', 0 ],
+    [ 'handler touches nothing, big file', '1', $big, undef, 'write:signal=SIGALRM:when=1', 0 ],
+    [ "'>' the very bytes", 'open my $fh, ">", $tmp or die; print $fh "mine\n"; close $fh', "mine\n", undef, 'write:signal=SIGALRM:when=1', 0 ],
+) {
+    my ($how, $code, $data, $ors, $inject, $fails) = @$c;
+    for my $api (sort keys %CALL) {
+        my $label = "$api, $how";
+        my $t = "$dir/p-" . ++$n;
+        spew($_, "old\n") for $t, "$t.b";
+        my $when = $api =~ /second/ ? 2 : 1;
+        (my $inj = $inject) =~ s/when=1/when=$when/;
+        $inj =~ s/^write/writev/ if defined $ors;   # data and $\ in one writev
+        my $r = strace_call('local $SIG{ALRM} = sub { my $tmp = "$T.tmp.$$"; ' . $code . ' };'
+                            . (defined $ors ? ' local $\ = $O->{ors};' : '') . " $CALL{$api}",
+                            attach => 1, target => $t, data => $data, opts => { ors => $ors },
+                            pid => $FFTest::PID, trace => [ $inj =~ /^(\w+)/ ], inject => [$inj]);
+        my $want = $data . ($ors // '');
+        if ($fails) {
+            ok(!$r->{ok}, "$label: the call fails") or diag $r->{log};
+            like($r->{err}, qr/^(?:file_set_contents_many: )?unable to replace '\Q$t\E' - its temporary file '\Q$t.tmp.$FFTest::PID\E' was written to during the call - /,
+                 "$label: ... saying why");
+            is(slurp($t), "old\n", "$label: target untouched");
+            is(slurp("$t.b"), "old\n", "$label: no other target written") if $api =~ /batch,? (?!one)/ || $api eq 'batch';
+            # the temp was still the call's own file: removed
+            is_deeply(ours_left($t), [ "p-$n.b" ], "$label: no temp left");
+        } else {
+            ok($r->{ok}, "$label: the call succeeds") or diag $r->{err}, $r->{log};
+            is(slurp($t), $want, "$label: the target holds the bytes passed");
+        }
+    }
 }
 
 done_testing();
