@@ -849,6 +849,7 @@ void ff_wbuf_init(struct ff_wbuf *b, size_t size, char *first, size_t first_cap)
     b->len = 0;
     b->cap = first ? first_cap : 0;
     b->size = size;
+    b->written = 0;
 }
 
 int ff_wbuf_fills(const struct ff_wbuf *b, size_t n)
@@ -889,8 +890,12 @@ int ff_wbuf_append(struct ff_wbuf *b, int fd, const char *buf, size_t n,
         size_t take = b->size - b->len;
         int err;
 
-        if (b->len == 0 && n >= b->size)    /* a whole buffer or more: no copy */
-            return ff_write_all(fd, buf, n, intr);
+        if (b->len == 0 && n >= b->size) {  /* a whole buffer or more: no copy */
+            err = ff_write_all(fd, buf, n, intr);
+            if (!err)
+                b->written += n;
+            return err;
+        }
         if (take > n)
             take = n;
         err = wbuf_reserve(b, b->len + take);
@@ -913,8 +918,10 @@ int ff_wbuf_flush(struct ff_wbuf *b, int fd, const struct ff_eintr *intr)
 {
     int err = b->len ? ff_write_all(fd, b->buf, b->len, intr) : 0;
 
-    if (!err)
+    if (!err) {
+        b->written += b->len;
         b->len = 0;
+    }
     return err;
 }
 
@@ -1391,6 +1398,19 @@ static int temp_holds(struct ff_atomic *a, int dirfd, const char *name)
     return ESTALE;
 }
 
+/* The temp at name (ours) is as long as what was written to it. */
+static int temp_size_is(struct ff_atomic *a, int dirfd, const char *name)
+{
+    struct stat st;
+    int err;
+
+    FF_SYSCALL(err, NULL, fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW));
+    if (!err && (unsigned long long)st.st_size == a->written_len)
+        return 0;
+    a->step = err ? FF_STEP_TEMP_GONE : FF_STEP_TEMP_WRITTEN;
+    return ESTALE;
+}
+
 FF_HOT int ff_atomic_temp_publishable(struct ff_atomic *a, int dirfd, const char *name)
 {
     int err;
@@ -1399,7 +1419,9 @@ FF_HOT int ff_atomic_temp_publishable(struct ff_atomic *a, int dirfd, const char
         return 0;
     if ((err = ff_atomic_temp_ours(a, dirfd, name)))
         return err;
-    return a->data ? temp_holds(a, dirfd, name) : 0;
+    if (a->data)
+        return temp_holds(a, dirfd, name);
+    return a->check_size ? temp_size_is(a, dirfd, name) : 0;
 }
 
 int ff_open_read(const char *path, int *fd, const struct ff_eintr *intr)

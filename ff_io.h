@@ -174,6 +174,11 @@ struct ff_atomic {
     const char *data_tail;
     size_t data_len;
     size_t data_tail_len;
+    /* Without data (the writer, which keeps no copy): with check_size,
+     * the temp's size must be written_len (a write into it with '>' or
+     * '>>' changes it; one that keeps its size is not seen). */
+    int check_size;
+    unsigned long long written_len;
     dev_t id_dev;
     ino_t id_ino;
     unsigned long long id_handle;  /* FF_ID_HANDLE: digest of the file handle */
@@ -312,6 +317,7 @@ int ff_atomic_temp_ours(struct ff_atomic *a, int dirfd, const char *name);
  * file made (ff_atomic_temp_ours), and, where a->data is set, it holds
  * exactly a->data then a->data_tail, read back by name (no user code runs
  * between the two and the rename: the caller's callback is not called).
+ * Without data, with check_size: its size is written_len (one fstatat).
  * 0, or ESTALE with a->step FF_STEP_TEMP_GONE or FF_STEP_TEMP_WRITTEN, or
  * the errno of the read. A temp we may not read (a perm without the
  * owner's read bit, as a normal user) is taken by its identity alone.
@@ -338,6 +344,7 @@ struct ff_wbuf {
     size_t cap;        /* bytes allocated */
     size_t size;       /* buffer_size: one write(2) each time len reaches it */
     char *first;       /* the lent first memory, or NULL: buf is ours to free unless it is this */
+    unsigned long long written; /* bytes written to the fd (the temp's size, as far as we made it) */
 };
 
 #define FF_WBUF_FIRST_CAP 8192

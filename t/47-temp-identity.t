@@ -173,4 +173,52 @@ for my $c (
     }
 }
 
+# ---- the writer keeps no copy of its bytes: commit checks the temp's
+# size against what it wrote. Code between atomic_writer and commit (or a
+# handler in commit) that writes into the temp by name with '>' or '>>'
+# changes it: commit fails. Bytes changed in place at the same size are
+# published (the POD says so).
+for my $c (
+    # label, code between print and commit, 1 when commit must fail, what the target then holds
+    [ "'>' before the flush", 'open my $fh, ">", $tmp or die; print $fh "other\n"; close $fh', 1 ],
+    [ "'>' after the flush", 'open my $fh, ">", $tmp or die; print $fh "x"; close $fh', 1, 1 ],
+    [ "'>>' after the flush", 'open my $fh, ">>", $tmp or die; print $fh "x"; close $fh', 1, 1 ],
+    [ "'+<' same size, after the flush (not seen)", 'open my $fh, "+<", $tmp or die; print $fh "M"; close $fh', 0, 1, "Mine\n" ],
+) {
+    my ($how, $code, $fails, $flushed, $holds) = @$c;
+    my $label = "writer, $how";
+    my $t = "$dir/w-" . ++$n;
+    spew($t, "old\n");
+    my $tmp = "$t.tmp.$$";
+    my $w = atomic_writer($t, $flushed ? { buffer_size => 1 } : ());
+    $w->print("mine\n");
+    eval $code;
+    die $@ if $@;
+    my $ok = eval { $w->commit; 1 };
+    if ($fails) {
+        ok(!$ok, "$label: commit fails");
+        like($@, qr/^unable to replace '\Q$t\E' - its temporary file '\Q$tmp\E' was written to during the call - /,
+             "$label: ... saying why");
+        is(slurp($t), "old\n", "$label: target untouched");
+        undef $w;
+        is_deeply(ours_left($t), [], "$label: no temp left");
+    } else {
+        ok($ok, "$label: commit succeeds") or diag $@;
+        is(slurp($t), $holds, "$label: the target holds what the temp held");
+    }
+}
+# a handler in commit, after the temp's close
+{
+    my $t = "$dir/w-" . ++$n;
+    spew($t, "old\n");
+    my $r = strace_call('local $SIG{ALRM} = sub { open my $fh, ">", "$T.tmp.$$" or die; print $fh "other\n"; close $fh };'
+                        . ' my $w = atomic_writer($T); $w->print("mine\n"); $w->commit',
+                        attach => 1, target => $t, pid => $FFTest::PID, trace => ['write'],
+                        inject => ['write:signal=SIGALRM:when=1']);
+    ok(!$r->{ok}, "writer, a handler in commit writes '>': commit fails") or diag $r->{log};
+    like($r->{err}, qr/its temporary file '\Q$t.tmp.$FFTest::PID\E' was written to during the call - /, '... saying why');
+    is(slurp($t), "old\n", '... target untouched');
+    is_deeply(ours_left($t), [], '... no temp left');
+}
+
 done_testing();
