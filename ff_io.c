@@ -849,7 +849,6 @@ void ff_wbuf_init(struct ff_wbuf *b, size_t size, char *first, size_t first_cap)
     b->len = 0;
     b->cap = first ? first_cap : 0;
     b->size = size;
-    b->written = 0;
 }
 
 int ff_wbuf_fills(const struct ff_wbuf *b, size_t n)
@@ -890,12 +889,8 @@ int ff_wbuf_append(struct ff_wbuf *b, int fd, const char *buf, size_t n,
         size_t take = b->size - b->len;
         int err;
 
-        if (b->len == 0 && n >= b->size) {  /* a whole buffer or more: no copy */
-            err = ff_write_all(fd, buf, n, intr);
-            if (!err)
-                b->written += n;
-            return err;
-        }
+        if (b->len == 0 && n >= b->size)    /* a whole buffer or more: no copy */
+            return ff_write_all(fd, buf, n, intr);
         if (take > n)
             take = n;
         err = wbuf_reserve(b, b->len + take);
@@ -918,10 +913,8 @@ int ff_wbuf_flush(struct ff_wbuf *b, int fd, const struct ff_eintr *intr)
 {
     int err = b->len ? ff_write_all(fd, b->buf, b->len, intr) : 0;
 
-    if (!err) {
-        b->written += b->len;
+    if (!err)
         b->len = 0;
-    }
     return err;
 }
 
@@ -1312,11 +1305,13 @@ void ff_atomic_note_temp(struct ff_atomic *a, int dirfd, const char *name)
         a->have_id = FF_ID_HANDLE;
 }
 
-FF_HOT int ff_atomic_temp_ours(struct ff_atomic *a, int dirfd, const char *name)
+/* ff_atomic_temp_ours; where the identity is the inode, *st is the
+ * temp's stat (st_size -1 where it is its handle: not looked at). */
+static int temp_ours_stat(struct ff_atomic *a, int dirfd, const char *name, struct stat *st)
 {
-    struct stat st;
     int err;
 
+    st->st_size = -1;
     if (!a->have_id)
         return 0;
     if (a->have_id == FF_ID_HANDLE) {
@@ -1329,11 +1324,18 @@ FF_HOT int ff_atomic_temp_ours(struct ff_atomic *a, int dirfd, const char *name)
         a->step = FF_STEP_TEMP_GONE;
         return ESTALE;
     }
-    FF_SYSCALL(err, NULL, fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW));
-    if (!err && a->id_ino && st.st_dev == a->id_dev && st.st_ino == a->id_ino)
+    FF_SYSCALL(err, NULL, fstatat(dirfd, name, st, AT_SYMLINK_NOFOLLOW));
+    if (!err && a->id_ino && st->st_dev == a->id_dev && st->st_ino == a->id_ino)
         return 0;
     a->step = FF_STEP_TEMP_GONE;
     return ESTALE;
+}
+
+FF_HOT int ff_atomic_temp_ours(struct ff_atomic *a, int dirfd, const char *name)
+{
+    struct stat st;
+
+    return temp_ours_stat(a, dirfd, name, &st);
 }
 
 /* got[0..n), read from the temp at offset *pos, is what it must hold
@@ -1398,30 +1400,40 @@ static int temp_holds(struct ff_atomic *a, int dirfd, const char *name)
     return ESTALE;
 }
 
-/* The temp at name (ours) is as long as what was written to it. */
-static int temp_size_is(struct ff_atomic *a, int dirfd, const char *name)
+/* The temp at name (ours; its stat in *st where that look had it) is as
+ * long as what was written to it. */
+static int temp_size_is(struct ff_atomic *a, int dirfd, const char *name, struct stat *st)
 {
-    struct stat st;
-    int err;
+    int err = 0;
 
-    FF_SYSCALL(err, NULL, fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW));
-    if (!err && (unsigned long long)st.st_size == a->written_len)
+    if (st->st_size < 0)
+        FF_SYSCALL(err, NULL, fstatat(dirfd, name, st, AT_SYMLINK_NOFOLLOW));
+    if (!err && (unsigned long long)st->st_size == a->written_len)
         return 0;
     a->step = err ? FF_STEP_TEMP_GONE : FF_STEP_TEMP_WRITTEN;
     return ESTALE;
 }
 
+void ff_atomic_expect_fd_end(struct ff_atomic *a)
+{
+    off_t end = lseek(a->fd, 0, SEEK_CUR);     /* no EINTR: nothing waits */
+
+    a->written_len = (unsigned long long)end;
+    a->check_size = end >= 0;
+}
+
 FF_HOT int ff_atomic_temp_publishable(struct ff_atomic *a, int dirfd, const char *name)
 {
+    struct stat st;
     int err;
 
     if (!a->have_id)
         return 0;
-    if ((err = ff_atomic_temp_ours(a, dirfd, name)))
+    if ((err = temp_ours_stat(a, dirfd, name, &st)))
         return err;
     if (a->data)
         return temp_holds(a, dirfd, name);
-    return a->check_size ? temp_size_is(a, dirfd, name) : 0;
+    return a->check_size ? temp_size_is(a, dirfd, name, &st) : 0;
 }
 
 int ff_open_read(const char *path, int *fd, const struct ff_eintr *intr)

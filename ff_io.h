@@ -175,8 +175,9 @@ struct ff_atomic {
     size_t data_len;
     size_t data_tail_len;
     /* Without data (the writer, which keeps no copy): with check_size,
-     * the temp's size must be written_len (a write into it with '>' or
-     * '>>' changes it; one that keeps its size is not seen). */
+     * the temp's size must be written_len, where the writer's own fd
+     * ended (a write into it by name with '>' or '>>' changes the size;
+     * one that keeps it is not seen). */
     int check_size;
     unsigned long long written_len;
     dev_t id_dev;
@@ -324,6 +325,12 @@ int ff_atomic_temp_ours(struct ff_atomic *a, int dirfd, const char *name);
  * Nothing at all where no user code ran (have_id 0). */
 int ff_atomic_temp_publishable(struct ff_atomic *a, int dirfd, const char *name);
 
+/* Where nothing keeps the bytes written (the writer): the temp must be
+ * as long as its fd's offset now (one lseek), checked with its identity
+ * before the rename (check_size). Code that wrote into it by name with
+ * '>' or '>>' made it longer or shorter. */
+void ff_atomic_expect_fd_end(struct ff_atomic *a);
+
 /* write(2) all of buf, retrying short writes and EINTR. A write that
  * returns 0 is reported as ENOSPC. */
 int ff_write_all(int fd, const char *buf, size_t len, const struct ff_eintr *intr);
@@ -344,7 +351,6 @@ struct ff_wbuf {
     size_t cap;        /* bytes allocated */
     size_t size;       /* buffer_size: one write(2) each time len reaches it */
     char *first;       /* the lent first memory, or NULL: buf is ours to free unless it is this */
-    unsigned long long written; /* bytes written to the fd (the temp's size, as far as we made it) */
 };
 
 #define FF_WBUF_FIRST_CAP 8192
