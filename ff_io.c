@@ -72,7 +72,7 @@ FF_HOT void ff_atomic_init_lent(struct ff_atomic *a, const char *path, size_t pa
                          const struct ff_options *opt, const struct ff_eintr *intr,
                          char *temp_buf)
 {
-    memset(a, 0, offsetof(struct ff_atomic, old));     /* old: only read with have_old */
+    memset(a, 0, offsetof(struct ff_atomic, old));     /* old on: see struct ff_atomic */
     a->fd = -1;
     a->step_fd = -1;
     a->dirfd = AT_FDCWD;
@@ -1419,7 +1419,7 @@ void ff_atomic_expect_fd_end(struct ff_atomic *a)
     off_t end = lseek(a->fd, 0, SEEK_CUR);     /* no EINTR: nothing waits */
 
     a->written_len = (unsigned long long)end;
-    a->check_size = end >= 0;
+    a->verify = end >= 0 ? FF_VERIFY_SIZE : 0;
 }
 
 FF_HOT int ff_atomic_temp_publishable(struct ff_atomic *a, int dirfd, const char *name)
@@ -1431,9 +1431,9 @@ FF_HOT int ff_atomic_temp_publishable(struct ff_atomic *a, int dirfd, const char
         return 0;
     if ((err = temp_ours_stat(a, dirfd, name, &st)))
         return err;
-    if (a->data)
+    if (a->verify == FF_VERIFY_DATA)
         return temp_holds(a, dirfd, name);
-    return a->check_size ? temp_size_is(a, dirfd, name, &st) : 0;
+    return a->verify == FF_VERIFY_SIZE ? temp_size_is(a, dirfd, name, &st) : 0;
 }
 
 int ff_open_read(const char *path, int *fd, const struct ff_eintr *intr)

@@ -164,31 +164,35 @@ struct ff_atomic {
      * no longer). The owner closes it after the last discard
      * (ff_atomic_release_cwd). */
     int dirfd;
+    /* What the temp must hold after user code ran, checked before its
+     * rename (ff_atomic_temp_publishable), so that code's writes into it
+     * by name are not published: FF_VERIFY_DATA, where the caller has all
+     * the bytes (the single call, the batch: data, then data_tail), read
+     * back and compared; FF_VERIFY_SIZE (the writer, which keeps no copy),
+     * its size is written_len, where its own fd ended ('>' or '>>' change
+     * the size; a write that keeps it is not seen); else 0. */
+    int verify;
+    dev_t id_dev;
+    ino_t id_ino;
+    /* old and what follows: init leaves them as they are (not zeroed:
+     * the plain call's memset is shorter); each is read only under a
+     * field above (have_old, have_id, verify) set with it */
+    struct stat old;
     int id_mnt;        /* FF_ID_HANDLE: the mount's id */
-    /* The bytes the temp must hold, where the caller has them all (the
-     * single call, the batch: data, then tail), or data NULL: after user
-     * code ran, the temp is read back and compared before its rename
-     * (ff_atomic_temp_publishable), so that code's writes into it by name
-     * are not published. */
-    const char *data;
+    unsigned long long id_handle;  /* FF_ID_HANDLE: digest of the file handle */
+    const char *data;  /* FF_VERIFY_DATA */
     const char *data_tail;
     size_t data_len;
     size_t data_tail_len;
-    /* Without data (the writer, which keeps no copy): with check_size,
-     * the temp's size must be written_len, where the writer's own fd
-     * ended (a write into it by name with '>' or '>>' changes the size;
-     * one that keeps it is not seen). */
-    int check_size;
-    unsigned long long written_len;
-    dev_t id_dev;
-    ino_t id_ino;
-    unsigned long long id_handle;  /* FF_ID_HANDLE: digest of the file handle */
-    struct stat old;   /* last: read only with have_old, so init leaves it as it is */
+    unsigned long long written_len;    /* FF_VERIFY_SIZE */
 };
 
 /* have_id: how the temp's identity was noted */
 #define FF_ID_INODE  1  /* device and inode number (no file handle here) */
 #define FF_ID_HANDLE 2  /* those and the file handle (ff_file_handle_id) */
+/* verify: what else is checked */
+#define FF_VERIFY_DATA 1
+#define FF_VERIFY_SIZE 2
 
 /* Bytes a temp path needs beyond "<target>.tmp.<pid>" for a random suffix. */
 #define FF_TEMP_SUFFIX_MAX 18   /* "." + 16 hex digits + NUL */
@@ -315,19 +319,32 @@ void ff_atomic_note_temp(struct ff_atomic *a, int dirfd, const char *name);
 int ff_atomic_temp_ours(struct ff_atomic *a, int dirfd, const char *name);
 
 /* What the rename of a temp needs after user code ran: it still is the
- * file made (ff_atomic_temp_ours), and, where a->data is set, it holds
- * exactly a->data then a->data_tail, read back by name (no user code runs
- * between the two and the rename: the caller's callback is not called).
- * Without data, with check_size: its size is written_len (one fstatat).
+ * file made (ff_atomic_temp_ours), and with FF_VERIFY_DATA it holds
+ * exactly a->data then a->data_tail, read back by name, with
+ * FF_VERIFY_SIZE its size is a->written_len (no further syscall where
+ * the identity's fstatat has it, else one fstatat). No user code runs
+ * between these and the rename: the caller's callback is not called.
  * 0, or ESTALE with a->step FF_STEP_TEMP_GONE or FF_STEP_TEMP_WRITTEN, or
  * the errno of the read. A temp we may not read (a perm without the
  * owner's read bit, as a normal user) is taken by its identity alone.
  * Nothing at all where no user code ran (have_id 0). */
 int ff_atomic_temp_publishable(struct ff_atomic *a, int dirfd, const char *name);
 
+/* The bytes the temp must hold (data, then tail; they must live until
+ * the rename): read back before it, after user code ran (FF_VERIFY_DATA). */
+static inline void ff_atomic_verify_data(struct ff_atomic *a, const char *data, size_t len,
+                                         const char *tail, size_t tail_len)
+{
+    a->verify = FF_VERIFY_DATA;
+    a->data = data;
+    a->data_len = len;
+    a->data_tail = tail;
+    a->data_tail_len = tail_len;
+}
+
 /* Where nothing keeps the bytes written (the writer): the temp must be
  * as long as its fd's offset now (one lseek), checked with its identity
- * before the rename (check_size). Code that wrote into it by name with
+ * before the rename (FF_VERIFY_SIZE). Code that wrote into it by name with
  * '>' or '>>' made it longer or shorter. */
 void ff_atomic_expect_fd_end(struct ff_atomic *a);
 
