@@ -119,7 +119,7 @@ for my $c (
         # it is removed as the temp (the POD's CAVEATS)
         like($r->{err}, qr/^unable to replace '\Q$t\E' - its temporary file '\Q$tmp\E' was written to during the call - /,
              "$label (no file handles): ... as written to");
-        unlink $tmp;
+        ok(!-e $tmp, "$label (no file handles): the handler's file removed as the temp");
         next;
     }
     like($r->{err}, qr/^unable to replace '\Q$t\E' - its temporary file '\Q$tmp\E' was replaced or removed during the call - /,
@@ -230,6 +230,52 @@ for my $c (
     like($r->{err}, qr/its temporary file '\Q$t.tmp.$FFTest::PID\E' was written to during the call - /, '... saying why');
     is(slurp($t), "old\n", '... target untouched');
     is_deeply(ours_left($t), [], '... no temp left');
+}
+
+# ---- what the check costs, where a handler ran (the POD's numbers):
+# the single call's in t/25; the writer's always
+SKIP: {
+    skip 'no file handles in this build', 1 unless $HANDLES;
+    my $t = "$dir/cost-" . ++$n;
+    my $r = strace_call('my $w = atomic_writer($T); $w->print("mine\n"); $w->commit',
+                        attach => 1, target => $t, pid => $FFTest::PID, paths => ['%TMP%']);
+    my @seq = map { $_->{name} } grep { $_->{name} ne 'signal' } @{ $r->{calls} };
+    is("@seq", 'openat newfstatat name_to_handle_at write lseek close name_to_handle_at newfstatat rename',
+       "writer: fstat and name_to_handle_at in new; lseek, name_to_handle_at, fstatat in commit") or diag $r->{log};
+}
+
+# ---- file_copy checks the identity only: a handler's write into its
+# temp is published (the POD says so)
+{
+    my $t = "$dir/c-" . ++$n;
+    spew("$t.src", "mine\n");
+    spew($t, "old\n");
+    my $copy = FastFile::_build_info()->{copy_file_range} ? 'copy_file_range' : 'write';
+    my $r = strace_call('local $SIG{ALRM} = sub { open my $fh, "+<", "$T.tmp.$$" or die; print $fh "M"; close $fh };'
+                        . ' file_copy("$T.src", $T)',
+                        attach => 1, target => $t, pid => $FFTest::PID, trace => [$copy],
+                        # after the bytes are in (an interrupted copy_file_range copies nothing)
+                        inject => ["$copy:signal=SIGALRM:when=" . ($copy eq 'write' ? 1 : 2)]);
+    ok($r->{ok}, "file_copy, a handler writes into the temp: the copy succeeds") or diag $r->{err}, $r->{log};
+    is(slurp($t), "Mine\n", '... and publishes what the temp holds');
+}
+
+# ---- a temp its owner may not read (perm 0200): root reads it back; any
+# other user checks its identity only (the POD says so)
+{
+    my $t = "$dir/m-" . ++$n;
+    my $r = strace_call('local $SIG{ALRM} = sub { open my $fh, ">", "$T.tmp.$$" or die "open: $!"; print $fh "other\n"; close $fh };'
+                        . ' file_set_contents($T, "mine\n", 0200)',
+                        attach => 1, target => $t, pid => $FFTest::PID, trace => ['write'],
+                        inject => ['write:signal=SIGALRM:when=1']);
+    if ($> == 0) {
+        ok(!$r->{ok}, 'perm 0200, as root: the handler\'s write is found') or diag $r->{log};
+        ok(!-e $t, '... nothing published');
+    } else {
+        ok($r->{ok}, 'perm 0200, not root: the temp cannot be read back, the call succeeds') or diag $r->{err};
+        chmod 0600, $t;
+        is(slurp($t), "other\n", '... publishing what the temp holds');
+    }
 }
 
 done_testing();
