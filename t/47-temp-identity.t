@@ -21,6 +21,7 @@ BEGIN { $ENV{LC_ALL} = 'C'; delete $ENV{LANGUAGE} }
 use Test::More;
 use lib 't/lib';
 use FFTest qw(slurp spew tempdir strace_why strace_call which);
+use FastFS;
 
 use FastFile qw(:all);
 
@@ -241,6 +242,41 @@ for my $c (
     like($r->{err}, qr/its temporary file '\Q$t.tmp.$FFTest::PID\E' was written to during the call - /, '... saying why');
     is(slurp($t), "old\n", '... target untouched');
     is_deeply(ours_left($t), [], '... no temp left');
+}
+
+# ---- the same on a real FUSE mount (fastfs: no file handles, so the
+# identity is the inode; the read-back goes through READ requests)
+SKIP: {
+    my $why = FastFS::available();
+    skip "fastfs: $why", 1 if $why;
+    my $fs = FastFS->mount;
+    my $fd = $fs->dir;
+    for my $c (
+        [ 'single', 'file_set_contents($T, "mine\n")' ],
+        [ 'batch', 'file_set_contents_many([ $T => "mine\n", "$T.b" => "b\n" ])' ],
+        [ 'writer', 'my $w = atomic_writer($T); $w->print("mine\n"); $w->commit' ],
+    ) {
+        my ($api, $call) = @$c;
+        for my $touch (0, 1) {
+            my $label = "fuse, $api, " . ($touch ? "a handler writes '>' into the temp" : 'a handler touches nothing');
+            my $t = "$fd/f-" . ++$n;
+            spew($_, "old\n") for $t, "$t.b";
+            my $code = $touch ? 'open my $fh, ">", "$T.tmp.$$" or die; print $fh "other\n"; close $fh' : '1';
+            my $r = strace_call("local \$SIG{ALRM} = sub { $code }; $call", attach => 1, target => $t,
+                                pid => $FFTest::PID, trace => ['write'], inject => ['write:signal=SIGALRM:when=1']);
+            if ($touch) {
+                ok(!$r->{ok}, "$label: the call fails") or diag $r->{log};
+                like($r->{err}, qr/its temporary file '\Q$t.tmp.$FFTest::PID\E' was written to during the call - /,
+                     "$label: ... saying why");
+                is(slurp($t), "old\n", "$label: target untouched");
+                is_deeply(ours_left($t), [ "f-$n.b" ], "$label: no temp left");
+            } else {
+                ok($r->{ok}, "$label: the call succeeds") or diag $r->{err}, $r->{log};
+                is(slurp($t), "mine\n", "$label: the target holds the bytes passed");
+            }
+        }
+    }
+    $fs->unmount;
 }
 
 # ---- what the check costs, where a handler ran (the POD's numbers):
