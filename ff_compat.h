@@ -173,7 +173,8 @@ static inline ssize_t ff_copy_file_range(int in, int out, size_t len)
  * mount's id in *mnt and a 64-bit digest of the handle in *id, or -1 with
  * errno (ENOTSUP where the build has no handles). flags: 0 (a symlink is
  * not followed) or AT_EMPTY_PATH (dirfd itself, name ""). */
-#if FF_LINUX && FF_GLIBC_AT_LEAST(2, 14) && defined(MAX_HANDLE_SZ) && !defined(FF_NO_FILE_HANDLE)
+/* (glibc 2.14 on and musl declare it with MAX_HANDLE_SZ, under _GNU_SOURCE) */
+#if FF_LINUX && defined(MAX_HANDLE_SZ) && !defined(FF_NO_FILE_HANDLE)
 #define FF_HAVE_FILE_HANDLE 1
 static inline int ff_file_handle_id(int dirfd, const char *name, int flags, int *mnt,
                                     unsigned long long *id)
