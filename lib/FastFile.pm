@@ -1179,6 +1179,13 @@ existing name.
 
 =item *
 
+A temporary file's identity, checked before its rename once user code ran,
+is its device and inode without its file handle (C<name_to_handle_at>): a
+file a signal handler made with the temporary file's inode number is taken
+for it (see L</CAVEATS>).
+
+=item *
+
 Where POSIX synchronized I/O is not advertised (macOS, musl), C<fsync>
 replaces C<fdatasync>: it also writes metadata, never less. On macOS,
 C<fsync> does not flush the drive's own cache (C<F_FULLFSYNC> would).
@@ -1187,7 +1194,7 @@ C<fsync> does not flush the drive's own cache (C<F_FULLFSYNC> would).
 
 C<FastFile::_build_info()> returns what the build uses, for tests: a hash
 reference with C<portable>, C<renameat2>, C<sync_file_range>, C<getrandom>,
-C<fdatasync>, C<O_PATH>, C<acl>, C<statx> and C<pid_cache> (the pid is kept,
+C<fdatasync>, C<O_PATH>, C<acl>, C<statx>, C<file_handle> and C<pid_cache> (the pid is kept,
 L</THE PID>), each 1 or 0.
 
 =head1 CAVEATS
@@ -1379,7 +1386,7 @@ written into its temporary file are published.
 
 The cost: none where no handler runs (C<file_set_contents> stays at 4
 system calls, a batch at 5 a file); when a handler first runs, one C<fstat>
-and one C<name_to_handle_at> per temporary file; before its rename one
+(C<fstatat> in a batch) and one C<name_to_handle_at> per temporary file; before its rename one
 C<name_to_handle_at> (C<fstatat> without a handle) and, for the single call
 and the batch, C<openat>, C<read> of the whole file, C<close>. The writer
 always pays C<fstat> and C<name_to_handle_at> in C<atomic_writer>, and
