@@ -1380,8 +1380,9 @@ call fail (C<... its temporary file 'TEMP' was written to during the
 call>), target untouched, the temporary file removed. L</atomic_writer>
 keeps no copy of its bytes: C<commit> fails the same way when the file's
 size is not where the writer's own descriptor ended (a write with
-C<< > >> or C<<< >> >>> that changed it), but bytes changed in place at
-the same size are published. C<file_copy> checks the identity only: bytes
+C<< > >> or C<<< >> >>> after the writer's last one changes it); other
+writes into it are published: bytes changed in place, and a C<< > >>
+followed by more of the writer's own bytes (which land after a hole). C<file_copy> checks the identity only: bytes
 written into its temporary file are published.
 
 The cost: none where no handler runs (C<file_set_contents> stays at 4

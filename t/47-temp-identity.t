@@ -207,6 +207,8 @@ for my $c (
     [ "'>' after the flush", 'open my $fh, ">", $tmp or die; print $fh "x"; close $fh', 1, 1 ],
     [ "'>>' after the flush", 'open my $fh, ">>", $tmp or die; print $fh "x"; close $fh', 1, 1 ],
     [ "'+<' same size, after the flush (not seen)", 'open my $fh, "+<", $tmp or die; print $fh "M"; close $fh', 0, 1, "Mine\n" ],
+    [ "'>', then more of the writer's bytes (not seen)",
+      'open my $fh, ">", $tmp or die; print $fh "x"; close $fh; $w->print("more\n")', 0, 1, "x\0\0\0\0more\n" ],
 ) {
     my ($how, $code, $fails, $flushed, $holds) = @$c;
     my $label = "writer, $how";
