@@ -223,6 +223,9 @@ FF_HOT static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV
     wrote = start_write(a, &path, &opt, &intr, pid, op, buf, len, ors, ors_len, temp_buf,
                         suffix, suffix_len);
     if (wrote) {
+        /* read back before the rename if a handler ran: not published
+         * when it wrote into the temp by name */
+        ff_atomic_verify_data(a, buf, len, ors, ors_len);
         a->step = FF_STEP_WRITE;
         err = ff_write_tail_all(a->fd, buf, len, ors, ors_len, &intr);
         if (err)
@@ -646,6 +649,7 @@ _build_info()
     (void)hv_stores(info, "statx", newSViv(!!(features & FF_FEATURE_STATX)));
     (void)hv_stores(info, "pid_cache", newSViv(ffxs_pid_cached(aTHX)));
     (void)hv_stores(info, "copy_file_range", newSViv(!!(features & FF_FEATURE_COPY_FILE_RANGE)));
+    (void)hv_stores(info, "file_handle", newSViv(!!(features & FF_FEATURE_FILE_HANDLE)));
     mXPUSHs(newRV_noinc((SV *)info));
 
 INCLUDE: Writer.xsh

@@ -421,6 +421,9 @@ static int write_temp(struct ff_batch *b, size_t i)
     a->step = FF_STEP_OPEN;
     if ((err = create_temp(b, i)))
         return err;
+    /* what the temp must hold when user code ran meanwhile (read back
+     * before its rename: ff_atomic_temp_publishable) */
+    ff_atomic_verify_data(a, f->buf, f->len, b->tail, b->tail_len);
     a->step = FF_STEP_WRITE;
     if ((err = b->tail_len ? ff_write_tail_all(a->fd, f->buf, f->len, b->tail, b->tail_len, b->intr)
                            : ff_write_all(a->fd, f->buf, f->len, b->intr)))
@@ -527,7 +530,7 @@ static int check_temps(struct ff_batch *b)
             b->dir_step = err == ESTALE ? FF_DIR_CHANGED : FF_DIR_OPEN;
             return err;
         }
-        if ((err = ff_atomic_temp_ours(&f->a, b->dirs[f->dir].fd, TEMP_LEAF(f))))
+        if ((err = ff_atomic_temp_publishable(&f->a, b->dirs[f->dir].fd, TEMP_LEAF(f))))
             return err;
         /* a handler that runs here may replace a temp checked already:
          * rename_all checks each again (user_code_runs moved) */
@@ -565,7 +568,7 @@ static int rename_temp(struct ff_batch_file *f, int dirfd, const struct ff_eintr
         err = renameat(dirfd, TEMP_LEAF(f), dirfd, LEAF(f)) < 0 ? errno : 0;
         if (err != EINTR || !ff_retry_eintr(intr, &spins))
             return err;
-        if ((err = ff_atomic_temp_ours(&f->a, dirfd, TEMP_LEAF(f))))
+        if ((err = ff_atomic_temp_publishable(&f->a, dirfd, TEMP_LEAF(f))))
             return err;
         f->a.step = FF_STEP_RENAME;
     }
@@ -593,7 +596,7 @@ static int rename_each(struct ff_batch *b, unsigned long runs, const struct ff_e
         }
         a->step = FF_STEP_RENAME;
         /* a handler ran during the renames: check the temp is still ours */
-        if (b->user_code_runs != runs && (err = ff_atomic_temp_ours(a, d->fd, TEMP_LEAF(f)))) {
+        if (b->user_code_runs != runs && (err = ff_atomic_temp_publishable(a, d->fd, TEMP_LEAF(f)))) {
             b->failed = i;
             return err;
         }

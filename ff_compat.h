@@ -38,6 +38,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -164,6 +165,64 @@ static inline ssize_t ff_copy_file_range(int in, int out, size_t len)
 }
 #endif
 
+/* A file handle (name_to_handle_at, Linux 2.6.39): what NFS uses to tell
+ * a file from a later one that got its inode number; ext4, xfs, btrfs and
+ * tmpfs put the inode's generation in it, new for each inode made. Not
+ * every filesystem gives one (FUSE without export support: EOPNOTSUPP).
+ * FF_NO_FILE_HANDLE builds as without it. ff_file_handle_id: 0 with the
+ * mount's id in *mnt and a 64-bit digest of the handle in *id, or -1 with
+ * errno (ENOTSUP where the build has no handles). flags: 0 (a symlink is
+ * not followed) or AT_EMPTY_PATH (dirfd itself, name ""). */
+/* (glibc 2.14 on and musl declare it with MAX_HANDLE_SZ, under _GNU_SOURCE) */
+#if FF_LINUX && defined(MAX_HANDLE_SZ) && !defined(FF_NO_FILE_HANDLE)
+#define FF_HAVE_FILE_HANDLE 1
+static inline int ff_file_handle_id(int dirfd, const char *name, int flags, int *mnt,
+                                    unsigned long long *id)
+{
+    union {
+        struct file_handle fh;
+        char room[sizeof(struct file_handle) + MAX_HANDLE_SZ];
+    } h;
+    const unsigned char *p;
+    /* FNV-1a's step, a word at a time: each step is one-to-one in d, so
+     * two handles that differ in one word (the generation) always differ
+     * in the digest */
+    unsigned long long w, d = 14695981039346656037ULL;
+    unsigned i;
+
+    h.fh.handle_bytes = MAX_HANDLE_SZ;
+    if (name_to_handle_at(dirfd, name, &h.fh, mnt, flags) < 0)
+        return -1;
+    d = (d ^ ((unsigned long long)h.fh.handle_bytes << 32 | (unsigned)h.fh.handle_type))
+        * 1099511628211ULL;
+    p = h.fh.f_handle;
+    for (i = 0; i + sizeof w <= h.fh.handle_bytes; i += sizeof w) {
+        memcpy(&w, p + i, sizeof w);
+        d = (d ^ w) * 1099511628211ULL;
+    }
+    for (; i < h.fh.handle_bytes; i++)
+        d = (d ^ p[i]) * 1099511628211ULL;
+    *id = d;
+    return 0;
+}
+#else
+#define FF_HAVE_FILE_HANDLE 0
+#ifndef AT_EMPTY_PATH
+#define AT_EMPTY_PATH 0     /* (never passed to the kernel here) */
+#endif
+static inline int ff_file_handle_id(int dirfd, const char *name, int flags, int *mnt,
+                                    unsigned long long *id)
+{
+    (void)dirfd;
+    (void)name;
+    (void)flags;
+    (void)mnt;
+    (void)id;
+    errno = ENOTSUP;
+    return -1;
+}
+#endif
+
 /* 1 when fd is on a FUSE filesystem (fstatfs's f_type), 0 when not or
  * when it cannot tell; copy_file_range's only user asks. */
 #if FF_HAVE_COPY_FILE_RANGE
@@ -252,6 +311,7 @@ static inline ssize_t ff_acl_read(const char *path, void *buf, size_t size)
      | (FF_HAVE_O_PATH ? FF_FEATURE_O_PATH : 0)                     \
      | (FF_HAVE_ACL ? FF_FEATURE_ACL : 0)                           \
      | (FF_HAVE_STATX ? FF_FEATURE_STATX : 0)                       \
-     | (FF_HAVE_COPY_FILE_RANGE ? FF_FEATURE_COPY_FILE_RANGE : 0))
+     | (FF_HAVE_COPY_FILE_RANGE ? FF_FEATURE_COPY_FILE_RANGE : 0)   \
+     | (FF_HAVE_FILE_HANDLE ? FF_FEATURE_FILE_HANDLE : 0))
 
 #endif

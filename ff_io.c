@@ -72,7 +72,7 @@ FF_HOT void ff_atomic_init_lent(struct ff_atomic *a, const char *path, size_t pa
                          const struct ff_options *opt, const struct ff_eintr *intr,
                          char *temp_buf)
 {
-    memset(a, 0, offsetof(struct ff_atomic, old));     /* old: only read with have_old */
+    memset(a, 0, offsetof(struct ff_atomic, old));     /* old on: see struct ff_atomic */
     a->fd = -1;
     a->step_fd = -1;
     a->dirfd = AT_FDCWD;
@@ -980,7 +980,7 @@ static int link_then_unlink(struct ff_atomic *a, int dirfd, const char *from, co
         if (!ff_retry_eintr(intr, &spins))  /* nothing published: handlers may run */
             break;
         dirfd = dir_now(a, dirfd);
-        if ((err = ff_atomic_temp_ours(a, dirfd, from)))    /* and may replace the temp */
+        if ((err = ff_atomic_temp_publishable(a, dirfd, from)))   /* and may replace the temp */
             return err;
     }
     if (err == EEXIST && interrupted && same_file(dirfd, from, to))
@@ -1011,7 +1011,7 @@ int ff_noclobber_renameat(struct ff_atomic *a, int dirfd, const char *from, cons
             break;
         /* a handler ran: it may have replaced the temp by name */
         dirfd = dir_now(a, dirfd);
-        if ((err = ff_atomic_temp_ours(a, dirfd, from)))
+        if ((err = ff_atomic_temp_publishable(a, dirfd, from)))
             return err;
     }
     if (err != EINVAL && err != ENOSYS && err != EOPNOTSUPP)
@@ -1117,7 +1117,7 @@ static int rename_retry(struct ff_atomic *a)
         if (!ff_retry_eintr(a->intr, &spins))
             return EINTR;
         dirfd = a->dirfd;
-        if ((err = ff_atomic_temp_ours(a, dirfd, a->temp)))
+        if ((err = ff_atomic_temp_publishable(a, dirfd, a->temp)))
             return err;
         a->step = FF_STEP_RENAME;
         err = (dirfd == AT_FDCWD ? rename(a->temp, a->target)
@@ -1141,7 +1141,7 @@ FF_INLINE_ALWAYS int publish_in(struct ff_atomic *a, int dirfd)
 {
     int err;
 
-    if ((err = ff_atomic_temp_ours(a, dirfd, a->temp)))
+    if ((err = ff_atomic_temp_publishable(a, dirfd, a->temp)))
         return err;
     a->step = FF_STEP_RENAME;
     if (a->opt.noclobber)
@@ -1290,23 +1290,150 @@ void ff_atomic_note_temp(struct ff_atomic *a, int dirfd, const char *name)
         FF_SYSCALL(err, NULL, fstat(a->fd, &st));
     else
         FF_SYSCALL(err, NULL, fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW));
-    a->have_id = 1;
+    a->have_id = FF_ID_INODE;
     a->id_dev = err ? 0 : st.st_dev;
     a->id_ino = err ? 0 : st.st_ino;
+    if (err)
+        return;
+    /* the handle where the filesystem gives one (else the inode number,
+     * which a file made after the temp's removal may get again) */
+    if (a->fd >= 0)
+        FF_SYSCALL(err, NULL, ff_file_handle_id(a->fd, "", AT_EMPTY_PATH, &a->id_mnt, &a->id_handle));
+    else
+        FF_SYSCALL(err, NULL, ff_file_handle_id(dirfd, name, 0, &a->id_mnt, &a->id_handle));
+    if (!err)
+        a->have_id = FF_ID_HANDLE;
+}
+
+/* ff_atomic_temp_ours; where the identity is the inode, *st is the
+ * temp's stat (st_size -1 where it is its handle: not looked at). */
+static int temp_ours_stat(struct ff_atomic *a, int dirfd, const char *name, struct stat *st)
+{
+    int err;
+
+    st->st_size = -1;
+    if (!a->have_id)
+        return 0;
+    if (a->have_id == FF_ID_HANDLE) {
+        unsigned long long id = 0;
+        int mnt = 0;
+
+        FF_SYSCALL(err, NULL, ff_file_handle_id(dirfd, name, 0, &mnt, &id));
+        if (!err && mnt == a->id_mnt && id == a->id_handle)
+            return 0;
+        a->step = FF_STEP_TEMP_GONE;
+        return ESTALE;
+    }
+    FF_SYSCALL(err, NULL, fstatat(dirfd, name, st, AT_SYMLINK_NOFOLLOW));
+    if (!err && a->id_ino && st->st_dev == a->id_dev && st->st_ino == a->id_ino)
+        return 0;
+    a->step = FF_STEP_TEMP_GONE;
+    return ESTALE;
 }
 
 FF_HOT int ff_atomic_temp_ours(struct ff_atomic *a, int dirfd, const char *name)
+{
+    struct stat st;
+
+    return temp_ours_stat(a, dirfd, name, &st);
+}
+
+/* got[0..n), read from the temp at offset *pos, is what it must hold
+ * there (a->data, then a->data_tail); *pos moves past it. */
+static int holds_here(const struct ff_atomic *a, const char *got, size_t n, size_t *pos)
+{
+    size_t total = a->data_len + a->data_tail_len;
+
+    if (n > total - *pos)
+        return 0;
+    while (n) {
+        const char *want = *pos < a->data_len ? a->data + *pos
+                                              : a->data_tail + (*pos - a->data_len);
+        size_t run = *pos < a->data_len ? a->data_len - *pos : total - *pos;
+
+        if (run > n)
+            run = n;
+        if (memcmp(got, want, run) != 0)
+            return 0;
+        got += run;
+        n -= run;
+        *pos += run;
+    }
+    return 1;
+}
+
+#define FF_VERIFY_CHUNK (256 * 1024)
+
+/* The temp at name (checked to be ours just before) read back and
+ * compared with what was written. No callback: nothing may run between
+ * this and the rename. */
+static int temp_holds(struct ff_atomic *a, int dirfd, const char *name)
+{
+    size_t total = a->data_len + a->data_tail_len, pos = 0, cap, got;
+    char *buf;
+    int fd, err, same = 1;
+
+    FF_SYSCALL(err, NULL, fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (err == EACCES || err == EPERM)
+        return 0;               /* not readable by us (perm 0200): its identity only */
+    if (err) {
+        a->step = FF_STEP_TEMP_GONE;
+        return ESTALE;
+    }
+    cap = total < FF_VERIFY_CHUNK ? total + 1 : FF_VERIFY_CHUNK;   /* + 1: sees the end */
+    buf = malloc(cap);
+    if (!buf) {
+        ff_close_read(fd);
+        return ENOMEM;
+    }
+    do {
+        err = ff_read_full(fd, buf, cap, &got, NULL);
+        same = !err && holds_here(a, buf, got, &pos);
+    } while (same && got == cap);
+    free(buf);
+    ff_close_read(fd);
+    if (err)
+        return err;
+    if (same && pos == total)
+        return 0;
+    a->step = FF_STEP_TEMP_WRITTEN;
+    return ESTALE;
+}
+
+/* The temp at name (ours; its stat in *st where that look had it) is as
+ * long as what was written to it. */
+static int temp_size_is(struct ff_atomic *a, int dirfd, const char *name, struct stat *st)
+{
+    int err = 0;
+
+    if (st->st_size < 0)
+        FF_SYSCALL(err, NULL, fstatat(dirfd, name, st, AT_SYMLINK_NOFOLLOW));
+    if (!err && (unsigned long long)st->st_size == a->written_len)
+        return 0;
+    a->step = err ? FF_STEP_TEMP_GONE : FF_STEP_TEMP_WRITTEN;
+    return ESTALE;
+}
+
+void ff_atomic_expect_fd_end(struct ff_atomic *a)
+{
+    off_t end = lseek(a->fd, 0, SEEK_CUR);     /* no EINTR: nothing waits */
+
+    a->written_len = (unsigned long long)end;
+    a->verify = end >= 0 ? FF_VERIFY_SIZE : 0;
+}
+
+FF_HOT int ff_atomic_temp_publishable(struct ff_atomic *a, int dirfd, const char *name)
 {
     struct stat st;
     int err;
 
     if (!a->have_id)
         return 0;
-    FF_SYSCALL(err, NULL, fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW));
-    if (!err && a->id_ino && st.st_dev == a->id_dev && st.st_ino == a->id_ino)
-        return 0;
-    a->step = FF_STEP_TEMP_GONE;
-    return ESTALE;
+    if ((err = temp_ours_stat(a, dirfd, name, &st)))
+        return err;
+    if (a->verify == FF_VERIFY_DATA)
+        return temp_holds(a, dirfd, name);
+    return a->verify == FF_VERIFY_SIZE ? temp_size_is(a, dirfd, name, &st) : 0;
 }
 
 int ff_open_read(const char *path, int *fd, const struct ff_eintr *intr)

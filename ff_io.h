@@ -119,7 +119,8 @@ enum ff_step {
     FF_STEP_RENAME,    /* (target) */
     FF_STEP_NOCLOBBER, /* no way to rename without replacing (target) */
     FF_STEP_SYNC_DIR,  /* fsync of the directory (target) */
-    FF_STEP_TEMP_GONE  /* the temp is no longer the file made (temp) */
+    FF_STEP_TEMP_GONE, /* the temp is no longer the file made (temp) */
+    FF_STEP_TEMP_WRITTEN /* the temp no longer holds the bytes written (temp) */
 };
 
 struct ff_atomic {
@@ -150,7 +151,10 @@ struct ff_atomic {
     /* The temp's identity, noted before user code (a signal handler, code
      * between the writer's calls) could run while it exists: that code may
      * replace the temp by name, so the rename, and the cleanup's unlink,
-     * first check the name still is this file (ff_atomic_temp_ours). */
+     * first check the name still is this file (ff_atomic_temp_ours).
+     * FF_ID_HANDLE: its file handle too (id_mnt, id_handle), which a file
+     * that got the same inode number after the temp was removed does not
+     * have (ext4 and xfs give a freed number again at once). */
     int have_id;
     /* Where the temp is made, renamed and removed: AT_FDCWD (set by
      * init), or with opt.cwd_held the working directory held open
@@ -160,10 +164,35 @@ struct ff_atomic {
      * no longer). The owner closes it after the last discard
      * (ff_atomic_release_cwd). */
     int dirfd;
+    /* What the temp must hold after user code ran, checked before its
+     * rename (ff_atomic_temp_publishable), so that code's writes into it
+     * by name are not published: FF_VERIFY_DATA, where the caller has all
+     * the bytes (the single call, the batch: data, then data_tail), read
+     * back and compared; FF_VERIFY_SIZE (the writer, which keeps no copy),
+     * its size is written_len, where its own fd ended ('>' or '>>' change
+     * the size; a write that keeps it is not seen); else 0. */
+    int verify;
     dev_t id_dev;
     ino_t id_ino;
-    struct stat old;   /* last: read only with have_old, so init leaves it as it is */
+    /* old and what follows: init leaves them as they are (not zeroed:
+     * the plain call's memset is shorter); each is read only under a
+     * field above (have_old, have_id, verify) set with it */
+    struct stat old;
+    int id_mnt;        /* FF_ID_HANDLE: the mount's id */
+    unsigned long long id_handle;  /* FF_ID_HANDLE: digest of the file handle */
+    const char *data;  /* FF_VERIFY_DATA */
+    const char *data_tail;
+    size_t data_len;
+    size_t data_tail_len;
+    unsigned long long written_len;    /* FF_VERIFY_SIZE */
 };
+
+/* have_id: how the temp's identity was noted */
+#define FF_ID_INODE  1  /* device and inode number (no file handle here) */
+#define FF_ID_HANDLE 2  /* those and the file handle (ff_file_handle_id) */
+/* verify: what else is checked */
+#define FF_VERIFY_DATA 1
+#define FF_VERIFY_SIZE 2
 
 /* Bytes a temp path needs beyond "<target>.tmp.<pid>" for a random suffix. */
 #define FF_TEMP_SUFFIX_MAX 18   /* "." + 16 hex digits + NUL */
@@ -273,18 +302,51 @@ void ff_atomic_forget(struct ff_atomic *a);
  * errno. */
 void ff_atomic_remove_temp(struct ff_atomic *a);
 
-/* Note the temp's identity (device, inode) unless noted already: from its
- * fd while open, else from its name (relative to dirfd; AT_FDCWD: a->temp
- * as given), which is still ours as long as no user code has run since it
- * was made. Call it before user code may run while the temp exists; no
- * intr callback runs. A temp that cannot be looked at gets an identity no
- * file has: it is then never renamed nor removed. */
+/* Note the temp's identity (device, inode, and the file handle where the
+ * filesystem gives one) unless noted already: from its fd while open, else
+ * from its name (relative to dirfd; AT_FDCWD: a->temp as given), which is
+ * still ours as long as no user code has run since it was made. Call it
+ * before user code may run while the temp exists; no intr callback runs. A
+ * temp that cannot be looked at gets an identity no file has: it is then
+ * never renamed nor removed. */
 void ff_atomic_note_temp(struct ff_atomic *a, int dirfd, const char *name);
 
 /* 0 when no identity was noted (no user code ran since the temp was made)
- * or name (relative to dirfd) still is that file; else ESTALE, with
- * a->step FF_STEP_TEMP_GONE. No intr callback runs. */
+ * or name (relative to dirfd) still is that file: its file handle (one
+ * name_to_handle_at) where one was noted, else its device and inode (one
+ * fstatat); else ESTALE, with a->step FF_STEP_TEMP_GONE. No intr callback
+ * runs. */
 int ff_atomic_temp_ours(struct ff_atomic *a, int dirfd, const char *name);
+
+/* What the rename of a temp needs after user code ran: it still is the
+ * file made (ff_atomic_temp_ours), and with FF_VERIFY_DATA it holds
+ * exactly a->data then a->data_tail, read back by name, with
+ * FF_VERIFY_SIZE its size is a->written_len (no further syscall where
+ * the identity's fstatat has it, else one fstatat). No user code runs
+ * between these and the rename: the caller's callback is not called.
+ * 0, or ESTALE with a->step FF_STEP_TEMP_GONE or FF_STEP_TEMP_WRITTEN, or
+ * the errno of the read. A temp we may not read (a perm without the
+ * owner's read bit, as a normal user) is taken by its identity alone.
+ * Nothing at all where no user code ran (have_id 0). */
+int ff_atomic_temp_publishable(struct ff_atomic *a, int dirfd, const char *name);
+
+/* The bytes the temp must hold (data, then tail; they must live until
+ * the rename): read back before it, after user code ran (FF_VERIFY_DATA). */
+static inline void ff_atomic_verify_data(struct ff_atomic *a, const char *data, size_t len,
+                                         const char *tail, size_t tail_len)
+{
+    a->verify = FF_VERIFY_DATA;
+    a->data = data;
+    a->data_len = len;
+    a->data_tail = tail;
+    a->data_tail_len = tail_len;
+}
+
+/* Where nothing keeps the bytes written (the writer): the temp must be
+ * as long as its fd's offset now (one lseek), checked with its identity
+ * before the rename (FF_VERIFY_SIZE). Code that wrote into it by name with
+ * '>' or '>>' made it longer or shorter. */
+void ff_atomic_expect_fd_end(struct ff_atomic *a);
 
 /* write(2) all of buf, retrying short writes and EINTR. A write that
  * returns 0 is reported as ENOSPC. */
@@ -441,6 +503,7 @@ int ff_temp_random_name(char *temp, size_t target_len, size_t base_len, int *fit
 #define FF_FEATURE_ACL             (1u << 6)
 #define FF_FEATURE_STATX           (1u << 7)
 #define FF_FEATURE_COPY_FILE_RANGE (1u << 8)
+#define FF_FEATURE_FILE_HANDLE     (1u << 9)
 unsigned ff_features(void);
 
 #if defined(__GNUC__) && __GNUC__ >= 4

@@ -549,6 +549,9 @@ void ffxs_croak_step(pTHX_ struct ff_atomic *a, int err, SV *path)
     case FF_STEP_TEMP_GONE:
         croak_errno(err, "unable to replace '%" SVf "' - its temporary file '%" UTF8f "' was "
                     "replaced or removed during the call - ", SVfARG(path), TEMP);
+    case FF_STEP_TEMP_WRITTEN:
+        croak_errno(err, "unable to replace '%" SVf "' - its temporary file '%" UTF8f "' was "
+                    "written to during the call - ", SVfARG(path), TEMP);
     case FF_STEP_NONE:
         break;
     }

@@ -990,6 +990,15 @@ at the temporary name is left alone (only the call's own file is removed).
 C<$!> is C<ESTALE>. Do not write to a name ending in C<.tmp.$$> while a
 write is under way.
 
+=item C<unable to replace 'FILENAME' - its temporary file 'TEMP' was written to during the call - $!>
+
+User code that ran while the call owned the temporary file wrote into it
+by name: C<file_set_contents> and C<file_set_contents_many> found other
+bytes than the ones passed when they read it back, C<commit> of
+L</atomic_writer> another size than it wrote (see L</CAVEATS>). Nothing is
+published, the target is untouched, and the temporary file (the call's own)
+is removed. C<$!> is C<ESTALE>.
+
 =item C<unable to replace 'FILENAME' - Is a directory>
 
 A target of a batch is a directory, or ends in C</>; nothing is written (no
@@ -1220,6 +1229,13 @@ existing name.
 
 =item *
 
+A temporary file's identity, checked before its rename once user code ran,
+is its device and inode without its file handle (C<name_to_handle_at>): a
+file a signal handler made with the temporary file's inode number is taken
+for it (see L</CAVEATS>).
+
+=item *
+
 Where POSIX synchronized I/O is not advertised (macOS, musl), C<fsync>
 replaces C<fdatasync>: it also writes metadata, never less. On macOS,
 C<fsync> does not flush the drive's own cache (C<F_FULLFSYNC> would).
@@ -1228,7 +1244,7 @@ C<fsync> does not flush the drive's own cache (C<F_FULLFSYNC> would).
 
 C<FastFile::_build_info()> returns what the build uses, for tests: a hash
 reference with C<portable>, C<renameat2>, C<sync_file_range>, C<getrandom>,
-C<fdatasync>, C<O_PATH>, C<acl>, C<statx> and C<pid_cache> (the pid is kept,
+C<fdatasync>, C<O_PATH>, C<acl>, C<statx>, C<file_handle> and C<pid_cache> (the pid is kept,
 L</THE PID>), each 1 or 0.
 
 =head1 CAVEATS
@@ -1406,18 +1422,51 @@ signal after the rename is handled after the call returns.
 
 Nothing is published but what the call wrote. Before user code can run
 while a call owns temporary files (a signal handler, and for
-L</atomic_writer> everything between it and C<commit>), the device and
-inode of each are noted (a call that fails removes its temporary files
+L</atomic_writer> everything between it and C<commit>), the identity of
+each is noted: its device and inode and, where the filesystem gives one
+(C<name_to_handle_at>: ext4, xfs, btrfs, tmpfs), its file handle, which
+holds the inode's generation (a call that fails removes its temporary files
 before it dies, so a C<$SIG{__DIE__}> hook never sees one); the rename, and the
 removal of a temporary file on an error, first check that its name still
 is that file. A handler that replaces a temporary file by name (writes
-C<"$file.tmp.$$"> itself, renames over it, removes it) makes the call fail
+C<"$file.tmp.$$"> with C<file_set_contents>, renames over it, removes it,
+removes it and creates that name again) makes the call fail
 (C<... its temporary file 'TEMP' was replaced or removed during the call>),
-target untouched, the other file left alone. The cost: none where no
-handler runs (C<file_set_contents> stays at 4 system calls, a batch at 5 a
-file); one C<fstat> per temporary file when a handler first runs and one
-C<fstatat> before its rename; the writer always pays one C<fstat> in
-C<atomic_writer> and one C<fstatat> in C<commit>. Not covered: another
+target untouched, the other file left alone, also where the new file got
+the temporary file's inode number (ext4 and xfs give a freed number to the
+next file made).
+
+A handler that writes I<into> a temporary file by name (opens
+C<"$file.tmp.$$"> with C<< > >>, C<<< >> >>>, C<< +< >>: the call's own
+file) is found too. Once a handler ran, C<file_set_contents> and
+C<file_set_contents_many> read each temporary file back before its rename
+and compare it with the bytes passed (and C<$\>): any difference makes the
+call fail (C<... its temporary file 'TEMP' was written to during the
+call>), target untouched, the temporary file removed. L</atomic_writer>
+keeps no copy of its bytes: C<commit> fails the same way when the file's
+size is not where the writer's own descriptor ended (a write with
+C<< > >> or C<<< >> >>> after the writer's last one changes it); other
+writes into it are published: bytes changed in place, and a C<< > >>
+followed by more of the writer's own bytes (which land after a hole). C<file_copy> checks the identity only: bytes
+written into its temporary file are published.
+
+The cost: none where no handler runs (C<file_set_contents> stays at 4
+system calls, a batch at 5 a file); when a handler first runs, one C<fstat>
+(C<fstatat> in a batch) and one C<name_to_handle_at> per temporary file; before its rename one
+C<name_to_handle_at> (C<fstatat> without a handle) and, for the single call
+and the batch, C<openat>, C<read> of the whole file, C<close>. The writer
+always pays C<fstat> and C<name_to_handle_at> in C<atomic_writer>, and
+C<lseek>, C<name_to_handle_at> and C<fstatat> in C<commit>.
+
+Not covered: where there is no file handle (a filesystem without them,
+FUSE ones that do not export handles; a build without
+C<name_to_handle_at>, such as the portable one), the identity is the device
+and inode alone, and a file a handler made that got the temporary file's
+inode number is taken for it: the single call and the batch still fail when
+its bytes are not the call's, the writer when its size is not, and the call
+removes that file as its own. A temporary file the caller may not read
+(a C<perm> without the owner's read bit, for a user other than root) is
+checked by its identity only. Another
 process, or another ithread of this one, that replaces a temporary file
 between that check and the rename (nothing can close that window with
 C<rename>), and C<noclobber>'s link fallback retried after C<EINTR>. Within a

@@ -80,13 +80,13 @@ is(prototype('FastFile::file_set_contents'), undef, 'file_set_contents has no pr
 {
     my $info = FastFile::_build_info();
     diag('build: ' . join ' ', map { "$_=$info->{$_}" } sort keys %$info);
-    is_deeply([sort keys %$info], [sort qw(portable renameat2 sync_file_range getrandom fdatasync O_PATH acl statx pid_cache copy_file_range)],
+    is_deeply([sort keys %$info], [sort qw(portable renameat2 sync_file_range getrandom fdatasync O_PATH acl statx pid_cache copy_file_range file_handle)],
               '_build_info: what it tells');
-    my @linux = grep { $info->{$_} } qw(renameat2 sync_file_range getrandom O_PATH acl statx copy_file_range);
+    my @linux = grep { $info->{$_} } qw(renameat2 sync_file_range getrandom O_PATH acl statx copy_file_range file_handle);
     if ($info->{portable}) {
         is("@linux", '', 'the portable build: no Linux-only call');
     } elsif ($^O eq 'linux' && sprintf('%03d%03d', split /\./, $Config{gnulibc_version} || '0.0') ge '002028') {
-        is("@linux", 'renameat2 sync_file_range getrandom O_PATH acl statx copy_file_range', 'a Linux build on glibc 2.28+: every Linux call');
+        is("@linux", 'renameat2 sync_file_range getrandom O_PATH acl statx copy_file_range file_handle', 'a Linux build on glibc 2.28+: every Linux call');
     }
     # the pid kept in a MADV_WIPEONFORK page (xs_pid.c): Linux 4.14 and later,
     # not in the portable build

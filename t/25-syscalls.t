@@ -213,9 +213,13 @@ my @ten = (setup => 'my $data = "0123456789";');
         inject => ['write:error=EINTR:signal=ALRM:when=1'], paths => ['%TMP%', $mark],
         ok => 1, content => 'h' x 100000);
     my @seq = map { $_->{name} eq 'chdir' ? 'handler' : $_->{name} } grep { $_->{name} ne 'signal' } @{ $r->{calls} };
-    # the temp's identity noted (fstat) before the handler runs, checked
-    # (fstatat) before the rename: a handler may replace it by name
-    is("@seq", 'openat write newfstatat handler write close newfstatat rename',
+    # the temp's identity noted (fstat, and its file handle where the
+    # build has them) before the handler runs, checked (the handle, else
+    # fstatat) before the rename, and the temp read back (open, read to
+    # its end, close): a handler may replace it by name, or write into it
+    my $handle = FastFile::_build_info()->{file_handle};
+    is("@seq", $handle ? 'openat write newfstatat name_to_handle_at handler write close name_to_handle_at openat read read close rename'
+                       : 'openat write newfstatat handler write close newfstatat openat read read close rename',
        'alarm during write, handler returns: handler ran between the EINTR and the retry') or diag(show($r));
 }
 {
