@@ -17,6 +17,12 @@
  * own exit hook, which may unload this file, as they run last in, first
  * out).
  *
+ * That hook is a pointer into this file, as are the XSUBs perl holds (and
+ * has imported): the file is linked -z nodelete (Makefile.PL), so that
+ * DynaLoader::dl_unload_file (dlclose) keeps it mapped and every such
+ * pointer good. Loaded again, the boot finds its interpreter set up
+ * already (PL_modglobal) and maps no page and adds no hook again.
+ *
  * Not covered: a clone with CLONE_VM but no CLONE_THREAD (a new process
  * that shares this memory, through syscall() only: no perl or libc call
  * makes one) keeps reading its parent's pid; its temp names then clash
@@ -104,6 +110,11 @@ static void S_pid_setup(pTHX)
 
 void ffxs_pid_boot(pTHX)
 {
+    /* loaded again after dl_unload_file: this file was kept, and so were
+     * this interpreter's context, page and exit hook */
+    if (hv_exists(PL_modglobal, MY_CXT_KEY, sizeof(MY_CXT_KEY) - 1))
+        return;
+    (void)hv_stores(PL_modglobal, MY_CXT_KEY, newSViv(1));
     MY_CXT_INIT;
     S_pid_setup(aTHX);
 }

@@ -1123,6 +1123,15 @@ random name taken, as for any name that exists. On kernels before 4.14, in
 the portable build and off Linux, C<$$> is read each call (one C<getpid>
 a call); C<_build_info()> says which with C<pid_cache>.
 
+The page is released by a hook perl calls when the interpreter ends, code
+of FastFile's shared object, as are the functions a script has imported.
+The object is therefore linked with C<-z nodelete> where the linker has it
+(GNU ld, gold, lld): C<DynaLoader::dl_unload_file> on it (a plugin
+unloader) keeps it mapped, so the exit stays clean and an imported function
+still works; loaded again, it maps no second page and adds no second hook
+(t/06-unload.t). A linker without C<-z nodelete> builds an object that must
+not be unloaded while perl runs.
+
 =head1 SYSTEMS AND BUILDS
 
 FastFile is built and tested on Linux, with glibc or musl, gcc or clang
