@@ -221,7 +221,7 @@ FF_HOT static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV
     intr.ctx = &guard;
     intr.pending = NULL;        /* no loop of syscalls to poll in */
     wrote = start_write(a, &path, &opt, &intr, pid, op, buf, len, ors, ors_len, temp_buf,
-                        suffix, suffix_len);
+                        suffix, suffix_len, NULL);
     if (wrote) {
         a->step = FF_STEP_WRITE;
         err = ff_write_tail_all(a->fd, buf, len, ors, ors_len, &intr);

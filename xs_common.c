@@ -641,7 +641,7 @@ FF_HOT bool ffxs_start_write(pTHX_ struct ff_atomic *a, struct ffxs_path *path,
                       const struct ff_options *opt,
                       const struct ff_eintr *intr, IV pid, const char *op,
                       const char *buf, STRLEN len, const char *tail, STRLEN tail_len,
-                      char *temp_buf, const char *suffix, size_t suffix_len)
+                      char *temp_buf, const char *suffix, size_t suffix_len, int *held_cwd)
 {
     int err;
 
@@ -653,6 +653,8 @@ FF_HOT bool ffxs_start_write(pTHX_ struct ff_atomic *a, struct ffxs_path *path,
             croak_errno(err, "unable to replace '%" SVf "' - ", SVfARG(path_sv(path)));
         discard_at_leave(a);
     }
+    if (held_cwd && *held_cwd >= 0)
+        ff_atomic_adopt_cwd(a, held_cwd);
     /* ENOENT, like open; set here: the warning's handler may change errno */
     if (memchr(path->pv, '\0', path->len))
         croak_unless_safe(path_sv(path), op, pid);

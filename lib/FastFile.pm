@@ -1296,13 +1296,15 @@ A handler that changes the working directory (C<chdir>) moves nothing of a
 call with a relative name: before handlers first run in the middle of
 L</file_set_contents>, L</file_copy>, L</tempfile> or L</tempfile_contents>,
 the working directory is held open (one C<open>, C<O_PATH>; none where no
-handler runs or the name is absolute), and the rest of the call (the
-temporary file's creation, C<mkdir>, the rename or C<noclobber>'s link, the
-directory's C<fsync>, the removal of the temporary file on an error) happens
-in the directory the call started in. Not yet so: the look at the old
-target that C<follow_symlinks>, C<preserve> and C<if_changed> take before
-the temporary file exists (a handler run on its C<EINTR> moves the rest of
-that look). With no descriptor left for the hold (C<EMFILE>), the call
+handler runs or the name is absolute), and the rest of the call (the look
+at the old target that C<follow_symlinks>, C<preserve> and C<if_changed>
+take, the temporary file's creation, C<mkdir>, the rename or
+C<noclobber>'s link, the directory's C<fsync>, the removal of the
+temporary file on an error) happens in the directory the call started in.
+For L</file_copy> that holds from the source's open on: a handler that runs
+while the source is opened (a FIFO, an C<EINTR>) or read, before any
+temporary file exists, moves neither a relative source's open nor the
+target. With no descriptor left for the hold (C<EMFILE>), the call
 fails before its handlers run ("unable to hold the directory of 'NAME'
 while signal handlers run - Too many open files", or L</tempfile>'s
 "failed to create tempfile: ...", C<$!> set), the target untouched and
