@@ -1142,12 +1142,13 @@ a call); C<_build_info()> says which with C<pid_cache>.
 
 The page is released by a hook perl calls when the interpreter ends, code
 of FastFile's shared object, as are the functions a script has imported.
-The object is therefore linked with C<-z nodelete> where the linker has it
-(GNU ld, gold, lld): C<DynaLoader::dl_unload_file> on it (a plugin
-unloader) keeps it mapped, so the exit stays clean and an imported function
-still works; loaded again, it maps no second page and adds no second hook
-(t/06-unload.t). A linker without C<-z nodelete> builds an object that must
-not be unloaded while perl runs.
+The object therefore makes itself permanent when it is loaded (C<dlopen>
+of itself with C<RTLD_NODELETE>, glibc and musl):
+C<DynaLoader::dl_unload_file> on it (a plugin unloader) keeps it mapped, so
+the exit stays clean and an imported function still works; loaded again,
+it maps no second page and adds no second hook (t/06-unload.t). Where the
+C library has no C<RTLD_NODELETE> (or C<dladdr>), the object must not be
+unloaded while perl runs.
 
 =head1 SYSTEMS AND BUILDS
 

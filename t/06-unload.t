@@ -4,7 +4,8 @@ use warnings;
 # DynaLoader::dl_unload_file on FastFile's shared object (what a plugin
 # unloader does): perl keeps pointers into it, the exit hook that releases
 # the pid page (xs_pid.c, call_atexit) and the XSUBs (imported ones too).
-# The object is linked -z nodelete, so dlclose leaves it mapped: the exit
+# The object makes itself permanent at boot (dlopen of itself with
+# RTLD_NODELETE, xs_pid.c), so dlclose leaves it mapped: the exit
 # is clean (it was SIGSEGV, status 139, in perl_destruct), a kept XSUB
 # still runs, and a reload (its boot runs again) maps no new pid page and
 # adds no exit hook: the pages wiped on fork stay one per interpreter over
