@@ -13,7 +13,7 @@ BEGIN { $ENV{LC_ALL} = 'C'; delete $ENV{LANGUAGE} }
 
 use Test::More;
 use lib 't/lib';
-use FFTest qw(strace_why strace_calls strace_call slurp spew);
+use FFTest qw(strace_why strace_calls strace_call slurp spew xattr_nr acl_of);
 use File::Temp ();
 use FastFile ();
 
@@ -178,9 +178,10 @@ for my $i (0 .. $#cases) {
 # own that would give another mode, or the new bytes (nothing written, 0).
 for my $case (map { my $fn = $_; map { [ $fn, @$_ ] }
                         [ 'preserve', { preserve => 1 }, 0640, $OLD, 0604, 'other' ],
-                        [ 'if_changed', { if_changed => 1 }, 0644, $OLD, 0644, $OSTYPE ] }
+                        [ 'if_changed', { if_changed => 1 }, 0644, $OLD, 0644, $OSTYPE ],
+                        [ 'preserve, an ACL', { preserve => 1 }, 0660, $OLD, 0604, 'other', 'acl' ] }
               qw(file_copy file_set_contents)) {
-    my ($fn, $opt, $o, $mode_a, $in_a, $mode_b, $in_b) = @$case;
+    my ($fn, $opt, $o, $mode_a, $in_a, $mode_b, $in_b, $with_acl) = @$case;
     my $copy = $fn eq 'file_copy';
     my $dir = "$ROOT/" . ++$SEQ;
     my ($a, $b) = ("$dir/a", "$dir/b");
@@ -189,6 +190,15 @@ for my $case (map { my $fn = $_; map { [ $fn, @$_ ] }
     spew("$b/rel", $in_b);
     chmod $mode_a, "$a/rel" or die;
     chmod $mode_b, "$b/rel" or die;
+    # the ACL (read through /proc/self/fd/N/rel: no *at call reads an
+    # xattr): owner rw, user 65534 rw, group nothing, mask rw, others nothing
+    my $acl = pack('V', 2) . join '', map { pack 'vvV', @$_ }
+        [0x01, 6, 0xffffffff], [0x02, 6, 65534], [0x04, 0, 0xffffffff], [0x10, 6, 0xffffffff], [0x20, 0, 0xffffffff];
+    if ($with_acl && !($BUILD->{acl} && xattr_nr('set')
+                       && syscall(xattr_nr('set'), "$a/rel", my $name = 'system.posix_acl_access', $acl, length $acl, 0) == 0)) {
+        SKIP: { skip "$fn, $opt: no POSIX ACL here (the portable build, or the filesystem)", 7 }
+        next;
+    }
     my $r = strace_call(
         'my ($A, $B) = @ARGV; chdir $A or die "chdir $A: $!\n"; local $SIG{USR1} = sub { chdir $B or die "chdir $B: $!\n" };'
       . ' my $w = eval { ' . ($copy ? 'file_copy("/proc/sys/kernel/ostype", "rel", undef, $O)' : 'file_set_contents("rel", $D, $O)')
@@ -204,6 +214,7 @@ for my $case (map { my $fn = $_; map { [ $fn, @$_ ] }
     is(sprintf('%04o', (stat "$a/rel")[2] & 07777), sprintf('%04o', $mode_a), "$l: its mode");
     is(slurp("$b/rel"), $in_b, "$l: the handler's directory's file untouched");
     is(listing($a) . '|' . listing($b), 'rel|rel', "$l: no temp left");
+    is(unpack('H*', acl_of("$a/rel") // ''), $with_acl ? unpack('H*', $acl) : '', "$l: its ACL, the old file's");
 }
 
 # No fd left for the hold (EMFILE: the temp took the last one): the call
