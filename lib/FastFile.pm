@@ -538,11 +538,14 @@ that does not exist C<undef>. Bytes, not decoded.
 It costs C<open>, C<lseek> to the end, one C<pread> of the last 64 KiB and
 C<close>, whatever the file's size (a 100 MiB log: one read); a longer last
 line doubles the block read until it starts in it, and then seeks to the end
-once more: a file cut meanwhile (a log rotated by copytruncate) is read
-again, so the line is never joined from bytes the file held at different
-times. A file cut while it is read gives its new last line, or C<''> when
-it is empty now; never bytes read before the cut. The reference reads 4 KiB
-blocks backwards, a seek and a read each. The end is where C<lseek> says, as
+once more: a file found shorter than the bytes read (cut meanwhile: a log
+rotated by copytruncate) is read again, so the line is not joined from
+bytes the file held at different times. A file cut while it is read gives
+its new last line, or C<''> when it is empty now, never bytes read before
+the cut (t/18-last-line.t). Not told apart: a file cut and written again
+past its old end between two blocks of a line longer than 64 KiB (its size
+then says nothing of the cut). The reference reads 4 KiB blocks backwards,
+a seek and a read each. The end is where C<lseek> says, as
 in the reference: a file whose size reads 0 (some of F</proc>) gives C<''>,
 one that cannot seek to its end (F</proc>'s generated files, C<EINVAL>) dies
 C<sysseek failed>, a directory dies C<sysread failed - Is a directory> (or
