@@ -150,4 +150,27 @@ SKIP: {
     }
 }
 
+# The renames made apart (another thread runs) fail as in the calling
+# thread: the second rename's EIO (injected in the child) is told with the
+# target replaced before it, the others untouched, no temp left.
+SKIP: {
+    skip 'a perl without ithreads', 3 unless $Config::Config{useithreads};
+    skip 'the portable build makes no child for the renames', 3 if $PORTABLE;
+    my $d = tempdir();
+    my ($st, $out) = run_cmd('strace', '-qq', '-f', '-o', '/dev/null', '-e', 'trace=renameat',
+                             '-e', 'inject=renameat:error=EIO:when=2', $^X, inc_args(), '-e', <<'CODE', $d);
+use threads;
+use FastFile qw(file_set_contents_many);
+my ($d) = @ARGV;
+threads->create(sub { sleep 10 })->detach;
+for (1 .. 3) { open my $fh, '>', "$d/f$_" or die; print {$fh} "old$_\n"; close $fh }
+eval { file_set_contents_many([ map { ("$d/f$_", "new$_\n") } 1 .. 3 ]) };
+print $@, $! + 0, "\n";
+CODE
+    is($out, "file_set_contents_many: replaced '$d/f1', then close (rename) atomic file '$d/f2' failed: "
+           . FFTest::errno_text(5) . "\n5\n", 'renames apart, the second fails: the error, $!') or diag("status $st");
+    is_deeply([ map { slurp("$d/f$_") } 1 .. 3 ], [ "new1\n", "old2\n", "old3\n" ], 'renames apart, the second fails: the first replaced');
+    is_deeply([ temps_in($d) ], [], 'renames apart, the second fails: no temp');
+}
+
 done_testing();
