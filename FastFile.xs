@@ -221,7 +221,7 @@ FF_HOT static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV
     intr.ctx = &guard;
     intr.pending = NULL;        /* no loop of syscalls to poll in */
     wrote = start_write(a, &path, &opt, &intr, pid, op, buf, len, ors, ors_len, temp_buf,
-                        suffix, suffix_len);
+                        suffix, suffix_len, NULL);
     if (wrote) {
         /* read back before the rename if a handler ran: not published
          * when it wrote into the temp by name */

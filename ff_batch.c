@@ -31,6 +31,24 @@
 #include <string.h>
 #include <unistd.h>
 
+/* Linux: a batch's renames in a process that has started a thread run in
+ * a child process of their own (rename_apart). glibc says whether one was
+ * ever started (__libc_single_threaded, 2.32); elsewhere (musl) assume so. */
+#if defined(__linux__) && !defined(FF_PORTABLE)
+#define FF_RENAME_APART 1
+#include <sched.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
+#include <sys/single_threaded.h>
+#define FF_NO_THREAD_EVER() __libc_single_threaded
+#else
+#define FF_NO_THREAD_EVER() 0
+#endif
+#else
+#define FF_RENAME_APART 0
+#endif
+
 /* ff_poll_signals with the count's address taken once (ff_batch_init):
  * a load and a branch a file in each loop */
 #define POLL_SIGNALS(b, intr) \
@@ -650,13 +668,108 @@ static int signal_waits(void *ctx)
     return 0;
 }
 
+#if FF_RENAME_APART
+/* rename_each's call, made in the child */
+struct rename_job {
+    struct ff_batch *b;
+    unsigned long runs;
+    const struct ff_eintr *intr;
+    int err;
+};
+
+static int rename_job_run(void *arg)
+{
+    struct rename_job *j = (struct rename_job *)arg;
+
+    j->err = rename_each(j->b, j->runs, j->intr);
+    return 0;
+}
+
+/* The child's stack, in the frame of rename_apart (above the waitpid this
+ * thread makes meanwhile): rename_each and its calls take under 2 KiB */
+#define FF_RENAME_STACK (32 * 1024)
+
+/* 1 when another thread may run now: one was ever started (glibc says so;
+ * elsewhere assume it), and /proc/self/task counts more than this one (its
+ * links: 2, and 1 a thread), or cannot be looked at. A batch with fsync
+ * starts threads of its own (ff_batch_barrier.c), joined before this. */
+static int other_threads(void)
+{
+    struct stat st;
+
+    if (FF_NO_THREAD_EVER())
+        return 0;
+    return stat("/proc/self/task", &st) != 0 || st.st_nlink > 3;
+}
+#endif
+
+/* With another thread in the process, blocking signals in this one does
+ * not hold a signal sent to the process: the kernel gives it to a thread
+ * that does not block it, whose handler (an exit) or default action
+ * (SIGTERM's) ends the process between two renames. So there the renames
+ * run in a child process that shares this one's memory, descriptors and
+ * working directory (clone: CLONE_VM, CLONE_FILES, CLONE_FS; no
+ * CLONE_THREAD, so a signal to this process is not its), on a stack of
+ * its own, with this thread's mask (all blocked), while this thread waits
+ * for it in waitpid: the renames end even if this process ends meanwhile.
+ * The child runs as this thread would (its errno, its malloc cache), which
+ * waits meanwhile in a syscall that touches neither. (No CLONE_VFORK:
+ * valgrind runs no other clone of memory than a thread's flags.) 0 when
+ * none is made (no thread was ever started, or clone failed: the caller
+ * renames itself), else 1 with *err rename_each's. */
+#if defined(__GNUC__)
+__attribute__((noinline))   /* its frame (the stack) only where it runs */
+#endif
+static int rename_apart(struct ff_batch *b, unsigned long runs, const struct ff_eintr *intr, int *err)
+{
+#if FF_RENAME_APART
+    struct rename_job job;
+    union {
+        char bytes[FF_RENAME_STACK];
+        long double align;      /* (the top is where the stack starts) */
+    } stack;
+    pid_t pid, waited;
+    int status = 0;
+
+    if (!other_threads())
+        return 0;
+    job.b = b;
+    job.runs = runs;
+    job.intr = intr;
+    job.err = 0;
+    /* exit signal 0: no SIGCHLD for the script's handler, and no
+     * waitpid(-1) of its own (without __WALL) reaps this child */
+    pid = clone(rename_job_run, stack.bytes + FF_RENAME_STACK, CLONE_VM | CLONE_FILES | CLONE_FS,
+                &job);
+    if (pid < 0)
+        return 0;
+    do
+        waited = waitpid(pid, &status, __WALL);
+    while (waited < 0 && errno == EINTR);
+    if (waited == pid && !WIFEXITED(status)) {
+        /* killed (SIGKILL) in the middle: the file it was at failed */
+        b->failed = b->renamed;
+        job.err = EINTR;
+    }
+    *err = job.err;
+    return 1;
+#else
+    (void)b;
+    (void)runs;
+    (void)intr;
+    (void)err;
+    return 0;
+#endif
+}
+
 /* The renames of more than one file run with signals blocked, no
  * handler between them: a handler may exit (which no eval stops) and a
  * signal's default action may end the process, either leaving some
  * targets new and the others old. Blocked, each signal waits in the
  * kernel, and is handled once every target is renamed (sync_dirs, or the
- * end of ff_batch_commit). One file's rename is all or nothing alone: its
- * handlers run as they come, a die held (b->renaming).
+ * end of ff_batch_commit); where another thread could take it, the renames
+ * are made apart (rename_apart). One file's rename is all or nothing
+ * alone: its handlers run as they come, a die held (b->renaming).
  * runs: user_code_runs when check_temps began */
 static int rename_all(struct ff_batch *b, unsigned long runs)
 {
@@ -664,8 +777,10 @@ static int rename_all(struct ff_batch *b, unsigned long runs)
     struct held_signals held = { &old, 0 };
     const struct ff_eintr held_intr = { signal_waits, &held, NULL };
     int blocked = b->n > 1 && block_signals(&old);
-    int err = rename_each(b, runs, blocked ? &held_intr : b->renaming);
+    int err;
 
+    if (!blocked || !rename_apart(b, runs, &held_intr, &err))
+        err = rename_each(b, runs, blocked ? &held_intr : b->renaming);
     unblock_signals(blocked, &old);
     return err;
 }

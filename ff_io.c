@@ -115,9 +115,15 @@ static int stat_dir_of(struct ff_atomic *a, const char *path, struct stat *dir)
 
     a->step_mem = dir_of(path);
     if (a->step_mem)
-        FF_SYSCALL(err, a->intr, stat(a->step_mem, dir));
+        FF_SYSCALL(err, a->intr, fstatat(a->dirfd, a->step_mem, dir, 0));
     release_step_mem(a);
     return err;
+}
+
+/* readlink relative to dirfd (AT_FDCWD: readlink itself, as before) */
+static ssize_t readlink_in(int dirfd, const char *path, char *buf, size_t size)
+{
+    return dirfd == AT_FDCWD ? readlink(path, buf, size) : readlinkat(dirfd, path, buf, size);
 }
 
 /* fs.protected_symlinks, applied whatever the sysctl says: a symlink in a
@@ -142,7 +148,7 @@ static int may_follow(struct ff_atomic *a, const char *text, ssize_t n)
         return err;
     if (!FF_STICKY_SHARED(dir.st_mode))
         return 0;
-    FF_SYSCALL(err, intr, lstat(link_path, &link));
+    FF_SYSCALL(err, intr, fstatat(a->dirfd, link_path, &link, AT_SYMLINK_NOFOLLOW));
     if (err)
         return err == ENOENT ? EAGAIN : err;
     if (!S_ISLNK(link.st_mode))
@@ -152,7 +158,7 @@ static int may_follow(struct ff_atomic *a, const char *text, ssize_t n)
     /* the owner seen must be the owner of the text read: in a sticky
      * directory only the link's owner can replace it, and the same text
      * read after the lstat proves it was not swapped in between */
-    FF_SYSCALL(err, intr, m = readlink(link_path, again, sizeof again));
+    FF_SYSCALL(err, intr, m = readlink_in(a->dirfd, link_path, again, sizeof again));
     if (err)
         return err == EINVAL || err == ENOENT ? EAGAIN : err;
     if (m != n || memcmp(again, text, (size_t)n) != 0)
@@ -171,7 +177,7 @@ static int resolve_symlinks(struct ff_atomic *a)
         char *next, *dir;
         int err;
 
-        FF_SYSCALL(err, a->intr, n = readlink(a->target, link, sizeof link));
+        FF_SYSCALL(err, a->intr, n = readlink_in(a->dirfd, a->target, link, sizeof link));
         if (err) /* not a symlink, or nothing there yet: this is the file */
             return err == EINVAL || err == ENOENT || err == ENOTDIR ? 0 : err;
         if ((size_t)n == sizeof link)
@@ -211,7 +217,7 @@ FF_HOT int ff_atomic_prepare(struct ff_atomic *a)
     }
     if (a->opt.preserve || a->opt.if_changed) {
         a->step = FF_STEP_STAT;
-        FF_SYSCALL(err, a->intr, lstat(a->target, &a->old));
+        FF_SYSCALL(err, a->intr, fstatat(a->dirfd, a->target, &a->old, AT_SYMLINK_NOFOLLOW));
         if (err && err != ENOENT)
             return err;
         a->have_old = !err && S_ISREG(a->old.st_mode);
@@ -265,7 +271,7 @@ int ff_atomic_unchanged(struct ff_atomic *a, const char *buf, size_t len, const 
      * lead elsewhere (follow_symlinks resolved the target already); only a
      * regular file is compared. */
     FF_SYSCALL(err, a->intr,
-               a->step_fd = open(a->target, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW));
+               a->step_fd = openat(a->dirfd, a->target, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW));
     if (err)
         return 0;
     /* total + 1: a file that grew since fstat is not the same */
@@ -445,6 +451,15 @@ static int take_cwd(struct ff_atomic *a)
     return err;
 }
 
+void ff_atomic_adopt_cwd(struct ff_atomic *a, int *fd)
+{
+    if (a->opt.cwd_held || a->target[0] == '/')
+        return;
+    a->dirfd = *fd;
+    a->opt.cwd_held = 1;
+    *fd = -1;
+}
+
 static int hold_cwd(struct ff_atomic *a)
 {
     int err;
@@ -609,6 +624,21 @@ FF_HOT static int may_preserve(struct ff_atomic *a)
  * the mode's group bits are the ACL's mask, not the owning group's
  * permission. */
 
+/* ff_acl_read of the target, relative to a->dirfd: no *at call reads an
+ * xattr, so a held directory is named through /proc/self/fd. */
+static ssize_t acl_read(const struct ff_atomic *a, void *buf, size_t size)
+{
+    char path[PATH_MAX];
+
+    if (a->dirfd == AT_FDCWD || a->target[0] == '/')
+        return ff_acl_read(a->target, buf, size);
+    if ((size_t)snprintf(path, sizeof path, "/proc/self/fd/%d/%s", a->dirfd, a->target) >= sizeof path) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return ff_acl_read(path, buf, size);
+}
+
 int ff_atomic_read_acl(struct ff_atomic *a)
 {
     ssize_t n, got;
@@ -616,7 +646,7 @@ int ff_atomic_read_acl(struct ff_atomic *a)
 
     /* the size alone first: no ACL (ENODATA), or none possible here, is
      * the usual answer, one syscall */
-    FF_SYSCALL(err, a->intr, n = ff_acl_read(a->target, NULL, 0));
+    FF_SYSCALL(err, a->intr, n = acl_read(a, NULL, 0));
     a->acl_none = err == FF_ENOATTR && FF_HAVE_ACL;   /* ACLs here, but none on the old file */
     if (err == FF_ENOATTR || err == ENOTSUP || err == EOPNOTSUPP || err == ENOSYS)
         return 0;
@@ -625,7 +655,7 @@ int ff_atomic_read_acl(struct ff_atomic *a)
     a->acl = malloc(n > 0 ? (size_t)n : 1);
     if (!a->acl)
         return ENOMEM;
-    FF_SYSCALL(err, a->intr, got = ff_acl_read(a->target, a->acl, (size_t)n));
+    FF_SYSCALL(err, a->intr, got = acl_read(a, a->acl, (size_t)n));
     if (err)
         return err;     /* ERANGE: it grew meanwhile; a->acl is freed by discard */
     a->acl_len = (size_t)got;
@@ -1441,6 +1471,14 @@ int ff_open_read(const char *path, int *fd, const struct ff_eintr *intr)
     int err;
 
     FF_SYSCALL(err, intr, *fd = open(path, O_RDONLY | O_CLOEXEC));
+    return err;
+}
+
+int ff_open_read_at(const int *at, const char *path, int *fd, const struct ff_eintr *intr)
+{
+    int err;
+
+    FF_SYSCALL(err, intr, *fd = openat(*at, path, O_RDONLY | O_CLOEXEC));
     return err;
 }
 

@@ -267,6 +267,13 @@ int ff_atomic_pin_cwd(struct ff_atomic *a);
  * 0, or the errno. */
 int ff_open_cwd(int *fd);
 
+/* The working directory that the caller held (ff_open_cwd) before a was
+ * set up (file_copy's read of its source, when handlers ran there): with a
+ * relative target a takes it over as a->dirfd (every step of a in it, a
+ * closes it: ff_atomic_release_cwd) and *fd becomes -1; with an absolute
+ * one (or a holding one already) it stays the caller's. */
+void ff_atomic_adopt_cwd(struct ff_atomic *a, int *fd);
+
 /* No fd (or memory) for a hold: the handlers may not run in the middle of
  * the call (their chdir would move its rest, and leave its temp behind):
  * ff_atomic_pin_cwd and ff_tempfile_hold_cwd return these, the call fails
@@ -412,6 +419,9 @@ void ff_wbuf_free(struct ff_wbuf *b);
 
 /* open(2) read-only, EINTR retried. */
 int ff_open_read(const char *path, int *fd, const struct ff_eintr *intr);
+/* The same, path relative to *at (read at each try: AT_FDCWD, or the
+ * working directory a handler's first run made the caller hold). */
+int ff_open_read_at(const int *at, const char *path, int *fd, const struct ff_eintr *intr);
 
 /* The size fstat(2) reports when it can be trusted as a first guess (a
  * regular file), else 0: /proc, pipes and the like say nothing useful. */

@@ -48,23 +48,32 @@ static const char *last_newline(const char *buf, size_t len)
 #endif
 }
 
+/* The file's end now, as lseek(SEEK_END) says, or -1 (errno set). */
+static off_t file_end(int fd)
+{
+    return lseek(fd, 0, SEEK_END);
+}
+
 int ff_read_last_line(int fd, struct ff_tail *t, const struct ff_eintr *intr)
 {
-    off_t end, off;
-    size_t want, scan_end = 0;
-    int err;
+    off_t end, off, buf_end;
+    size_t want, scan_end;
+    int joined, err;
 
     t->buf = NULL;
-    t->len = t->line = t->line_len = 0;
     t->step = FF_TAIL_SEEK;
     /* the end as the reference's sysseek finds it (EINVAL where the file
      * cannot seek to its end: /proc's generated files, some directories) */
-    end = lseek(fd, 0, SEEK_END);
+    end = file_end(fd);
     if (end < 0)
         return errno;
+again:
+    t->len = t->line = t->line_len = 0;
     t->step = FF_TAIL_READ;
-    off = end;
+    off = buf_end = end;        /* buf_end: where the bytes in buf end */
     want = FF_TAIL_BLOCK;
+    scan_end = 0;
+    joined = 0;                 /* buf holds bytes of more than one read */
     while (off > 0) {
         size_t have = t->len, got;
         off_t from = off > (off_t)want ? off - (off_t)want : 0;
@@ -82,14 +91,19 @@ int ff_read_last_line(int fd, struct ff_tail *t, const struct ff_eintr *intr)
             /* the file ends before the size the seek said (sysfs says 4096
              * whatever it holds; a file cut meanwhile): what was read is its
              * end, and nothing read after it counts */
+            have = 0;
+            n = got;
+            buf_end = from + (off_t)got;
             if (got == 0) {
-                t->len = 0;
+                /* cut before this block: its end is further back (or it
+                 * is empty), none of the bytes read before is in it */
+                t->len = scan_end = 0;
+                joined = 0;
                 off = from;
                 continue;
             }
-            have = 0;
-            n = got;
         }
+        joined = have > 0;
         t->len = have + n;
         if (!have) {
             /* the first bytes read hold the file's end: one newline there
@@ -105,13 +119,27 @@ int ff_read_last_line(int fd, struct ff_tail *t, const struct ff_eintr *intr)
         if (nl) {
             t->line = (size_t)(nl - t->buf) + 1;
             t->line_len = scan_end - t->line;
-            return 0;
+            break;
         }
         off = from;
         want = t->len;                           /* doubling */
         ff_poll_signals(intr);
     }
-    t->line = 0;                                 /* no newline: the whole file */
-    t->line_len = scan_end;
+    if (!t->line)
+        t->line_len = scan_end;                  /* no newline: the whole file */
+    if (joined) {
+        /* the line was read in several blocks, the last first: a file cut
+         * (and written again) meanwhile would join bytes it never held
+         * together. Shorter now than the bytes read: read it again. */
+        end = file_end(fd);
+        if (end < 0) {
+            t->step = FF_TAIL_SEEK;
+            return errno;
+        }
+        if (end < buf_end) {
+            ff_poll_signals(intr);
+            goto again;
+        }
+    }
     return 0;
 }

@@ -669,11 +669,12 @@ SV *ffxs_path_sv(pTHX_ struct ffxs_path *path)
 }
 
 /* start_write's steps before the old target is compared: a set up (and
- * its discard registered, unless temp_buf), a NUL refused, the target
- * prepared. Returns 0, or the error of a->step. */
+ * its discard registered, unless temp_buf), the caller's held directory
+ * adopted, a NUL refused, the target prepared. Returns 0, or the error of
+ * a->step. */
 static inline int S_setup_write(pTHX_ struct ff_atomic *a, struct ffxs_path *path,
                                 const struct ff_options *opt, const struct ff_eintr *intr, IV pid,
-                                const char *op, char *temp_buf)
+                                const char *op, char *temp_buf, int *held_cwd)
 {
     int err;
 
@@ -685,6 +686,8 @@ static inline int S_setup_write(pTHX_ struct ff_atomic *a, struct ffxs_path *pat
             croak_errno(err, "unable to replace '%" SVf "' - ", SVfARG(path_sv(path)));
         discard_at_leave(a);
     }
+    if (held_cwd && *held_cwd >= 0)
+        ff_atomic_adopt_cwd(a, held_cwd);
     /* ENOENT, like open; set here: the warning's handler may change errno */
     if (memchr(path->pv, '\0', path->len))
         croak_unless_safe(path_sv(path), op, pid);
@@ -695,9 +698,9 @@ FF_HOT bool ffxs_start_write(pTHX_ struct ff_atomic *a, struct ffxs_path *path,
                       const struct ff_options *opt,
                       const struct ff_eintr *intr, IV pid, const char *op,
                       const char *buf, STRLEN len, const char *tail, STRLEN tail_len,
-                      char *temp_buf, const char *suffix, size_t suffix_len)
+                      char *temp_buf, const char *suffix, size_t suffix_len, int *held_cwd)
 {
-    int err = S_setup_write(aTHX_ a, path, opt, intr, pid, op, temp_buf);
+    int err = S_setup_write(aTHX_ a, path, opt, intr, pid, op, temp_buf, held_cwd);
 
     if (err)
         croak_step(a, err, path_sv(path));
@@ -713,9 +716,9 @@ FF_HOT bool ffxs_start_write(pTHX_ struct ff_atomic *a, struct ffxs_path *path,
 
 int ffxs_make_temp(pTHX_ struct ff_atomic *a, struct ffxs_path *path,
                    const struct ff_options *opt, const struct ff_eintr *intr, IV pid,
-                   const char *op, const char *suffix, size_t suffix_len)
+                   const char *op, const char *suffix, size_t suffix_len, int *held_cwd)
 {
-    int err = S_setup_write(aTHX_ a, path, opt, intr, pid, op, NULL);
+    int err = S_setup_write(aTHX_ a, path, opt, intr, pid, op, NULL, held_cwd);
 
     return err ? err : ff_atomic_create_named(a, (long)pid, suffix, suffix_len);
 }

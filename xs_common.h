@@ -389,16 +389,18 @@ PERL_STATIC_INLINE bool S_name_copy(SV *sv, char *buf, struct ffxs_path *path)
  * the writer: its object's free magic). NULL: path is copied and a's
  * discard registered in the caller's scope (a croak from here on leaves
  * nothing behind).
- * suffix: ".tmp.<pid>" made already (ffxs_pid_suffix), or NULL. */
+ * suffix: ".tmp.<pid>" made already (ffxs_pid_suffix), or NULL.
+ * held_cwd: NULL, or the working directory the caller held (>= 0) before
+ * a existed, for a relative path taken over by a (ff_atomic_adopt_cwd). */
 bool ffxs_start_write(pTHX_ struct ff_atomic *a, struct ffxs_path *path,
                       const struct ff_options *opt,
                       const struct ff_eintr *intr, IV pid, const char *op,
                       const char *buf, STRLEN len, const char *tail, STRLEN tail_len,
-                      char *temp_buf, const char *suffix, size_t suffix_len);
+                      char *temp_buf, const char *suffix, size_t suffix_len, int *held_cwd);
 #define start_write(a, path, opt, intr, pid, op, buf, len, tail, tail_len, temp_buf, \
-                    suffix, suffix_len) \
+                    suffix, suffix_len, held_cwd) \
     ffxs_start_write(aTHX_ a, path, opt, intr, pid, op, buf, len, tail, tail_len, temp_buf, \
-                     suffix, suffix_len)
+                     suffix, suffix_len, held_cwd)
 
 /* start_write without if_changed (a plain write's temp, named with
  * suffix), the target's error returned with a->step instead of croaked,
@@ -406,9 +408,9 @@ bool ffxs_start_write(pTHX_ struct ff_atomic *a, struct ffxs_path *path,
  * Returns 0 with the temp made. */
 int ffxs_make_temp(pTHX_ struct ff_atomic *a, struct ffxs_path *path,
                    const struct ff_options *opt, const struct ff_eintr *intr, IV pid,
-                   const char *op, const char *suffix, size_t suffix_len);
-#define make_temp(a, path, opt, intr, pid, op, suffix, suffix_len) \
-    ffxs_make_temp(aTHX_ a, path, opt, intr, pid, op, suffix, suffix_len)
+                   const char *op, const char *suffix, size_t suffix_len, int *held_cwd);
+#define make_temp(a, path, opt, intr, pid, op, suffix, suffix_len, held_cwd) \
+    ffxs_make_temp(aTHX_ a, path, opt, intr, pid, op, suffix, suffix_len, held_cwd)
 
 #if defined(__GNUC__) && __GNUC__ >= 4
 #pragma GCC visibility pop

@@ -71,6 +71,36 @@ static void S_croak_target(pTHX_ struct ff_atomic *a, int err, int in, char *buf
     croak_step(a, err, dst);
 }
 
+/* file_copy's intr callback: ffxs_on_eintr, and before the handlers first
+ * run while the source is opened or read (no temp yet, so no atomic that
+ * ffxs_on_eintr could make hold it), the working directory held in cwd_fd:
+ * the source's open retried and the target made where the call started,
+ * whatever chdir they make. Nothing held where no handler runs there. */
+struct copy_eintr {
+    struct ff_guard guard;
+    int cwd_fd;             /* AT_FDCWD, or the working directory held */
+    SV *dst;                /* the target's name (a snapshot), for the text */
+};
+
+static int S_copy_on_eintr(void *ctx)
+{
+    struct copy_eintr *c = (struct copy_eintr *)ctx;
+    dTHXa(c->guard.perl ? (PerlInterpreter *)c->guard.perl : PERL_GET_THX);
+
+    if (PL_sig_pending && !c->guard.atomic && c->cwd_fd == AT_FDCWD) {
+        int fd, err = ff_open_cwd(&fd);
+
+        if (FF_OUT_OF_FDS(err))
+            croak_errno(err, "unable to hold the directory of '%" SVf "' while signal handlers run - ",
+                        SVfARG(c->dst && SvOK(c->dst) ? c->dst : &PL_sv_no));
+        if (!err) {
+            c->cwd_fd = fd;
+            close_read_at_leave(&c->cwd_fd);
+        }
+    }
+    return ffxs_on_eintr(&c->guard);
+}
+
 int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
 {
     const char *op = "file_copy";
@@ -81,8 +111,9 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
     struct ff_options opt;
     struct ff_atomic atomic, *a = &atomic;   /* this frame outlives its LEAVE */
     /* reading first: a child forked by a handler may not read on */
-    struct ff_guard guard = { NULL, 0, FALSE, TRUE, FF_GUARD_PERL, NULL };
-    struct ff_eintr intr = { ffxs_on_eintr, &guard, FFXS_PENDING };
+    struct copy_eintr copy = { { NULL, 0, FALSE, TRUE, FF_GUARD_PERL, NULL }, AT_FDCWD, NULL };
+    struct ff_guard *const guard = &copy.guard;
+    struct ff_eintr intr = { S_copy_on_eintr, &copy, FFXS_PENDING };
     size_t max, limit, size, total = 0, cap = 0, pending = 0;
     char *buf = NULL;
     int in = -1, err;
@@ -104,6 +135,7 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
         SvGETMAGIC(dst);
         dst = name_snapshot(dst);
     }
+    copy.dst = dst;
     if (max_sv) {
         SvGETMAGIC(max_sv);
         max_sv = snapshot(max_sv);
@@ -115,7 +147,7 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
     if (PL_ors_sv && SvOK(PL_ors_sv))
         ors_sv = snapshot(PL_ors_sv);
     pid = ffxs_pid_suffix(aTHX_ suffix, &suffix_len);
-    guard.pid = pid;
+    guard->pid = pid;
 
     /* the reader's part first, as the reference reads the whole source
      * before it writes: its errors come first */
@@ -124,7 +156,7 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
     limit = max + 1;
     close_read_at_leave(&in);
     err = safe_path(src_path, op)
-              ? ff_open_read(SvPVX(src_path), &in, &intr) : ENOENT;
+              ? ff_open_read_at(&copy.cwd_fd, SvPVX(src_path), &in, &intr) : ENOENT;
     if (err)
         croak_errno(err, "can't open '%" SVf "' - ", SVfARG(src_path));
     err = ff_size_hint(in, &size, &intr);
@@ -161,10 +193,10 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
         bytes = payload(content, force_utf8, &len, op);
         if (ors_sv && !force_utf8)
             ors = payload(ors_sv, FALSE, &ors_len, op);
-        guard.atomic = a;
-        guard.reading = FALSE;
+        guard->atomic = a;
+        guard->reading = FALSE;
         if (!start_write(a, &dst_name, &opt, &intr, pid, op, bytes, len, ors, ors_len,
-                         NULL, suffix, suffix_len)) {
+                         NULL, suffix, suffix_len, &copy.cwd_fd)) {
             LEAVE;
             SETERRNO(len + ors_len ? 0 : ENOTTY, 0);
             return 0;
@@ -191,11 +223,11 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
         }
         if (ors_sv)
             ors = payload(ors_sv, FALSE, &ors_len, op);
-        guard.atomic = a;
-        guard.reading = FALSE;
-        err = make_temp(a, &dst_name, &opt, &intr, pid, op, suffix, suffix_len);
+        guard->atomic = a;
+        guard->reading = FALSE;
+        err = make_temp(a, &dst_name, &opt, &intr, pid, op, suffix, suffix_len, &copy.cwd_fd);
         if (err) {
-            guard.reading = TRUE;
+            guard->reading = TRUE;
             if (!buf)
                 buf = S_copy_block(aTHX_ size, limit, &cap);
             S_croak_target(aTHX_ a, err, in, buf, cap, pending, max, src_path, dst_path, &intr);

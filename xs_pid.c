@@ -17,6 +17,13 @@
  * own exit hook, which may unload this file, as they run last in, first
  * out).
  *
+ * That hook is a pointer into this file, as are the XSUBs perl holds (and
+ * has imported): the boot makes the file permanent (dlopen RTLD_NOLOAD |
+ * RTLD_NODELETE of itself), so that DynaLoader::dl_unload_file (dlclose)
+ * keeps it mapped and every such pointer good, whatever flags it was
+ * linked with. Loaded again, the boot finds its interpreter set up
+ * already (PL_modglobal) and maps no page and adds no hook again.
+ *
  * Not covered: a clone with CLONE_VM but no CLONE_THREAD (a new process
  * that shares this memory, through syscall() only: no perl or libc call
  * makes one) keeps reading its parent's pid; its temp names then clash
@@ -27,6 +34,9 @@
  * $$ as perl has it is honoured: once a script assigns to $$ (perl keeps
  * the assignment until the next fork), and where the page cannot be had
  * (an older kernel, FF_PORTABLE, not Linux), $$ is read as before. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE             /* dladdr */
+#endif
 #define PERL_NO_GET_CONTEXT
 #include "EXTERN.h"
 #include "perl.h"
@@ -35,6 +45,7 @@
 
 #include "xs_common.h"
 
+#include <dlfcn.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -102,8 +113,35 @@ static void S_pid_setup(pTHX)
     call_atexit(S_pid_release, NULL);
 }
 
+/* This shared object made permanent (dlclose leaves it mapped); 1 when it
+ * is, 0 where that cannot be asked. */
+static int S_keep_loaded(void)
+{
+#if defined(RTLD_NODELETE) && defined(RTLD_NOLOAD)
+    Dl_info info;
+    void *self;
+
+    if (!dladdr((void *)&ffxs_pid_boot, &info) || !info.dli_fname)
+        return 0;
+    /* found by the name it was loaded under: no file is opened */
+    self = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
+    if (!self)
+        return 0;
+    dlclose(self);      /* the reference this took: the object stays */
+    return 1;
+#else
+    return 0;
+#endif
+}
+
 void ffxs_pid_boot(pTHX)
 {
+    /* loaded again after dl_unload_file: this file was kept, and so were
+     * this interpreter's context, page and exit hook (not where it could
+     * not be kept: a new copy, its context to make) */
+    if (S_keep_loaded() && hv_exists(PL_modglobal, MY_CXT_KEY, sizeof(MY_CXT_KEY) - 1))
+        return;
+    (void)hv_stores(PL_modglobal, MY_CXT_KEY, newSViv(1));
     MY_CXT_INIT;
     S_pid_setup(aTHX);
 }

@@ -408,7 +408,7 @@ SV *ffxs_writer_new(pTHX_ HV *own, SV *klass, SV *filename, SV *opts)
         struct ffxs_path wpath = FFXS_PATH_OF(path);
 
         start_write(&w->a, &wpath, &opt, &w->intr, w->pid, FF_WRITER_CLASS "->new", NULL, 0,
-                    NULL, 0, block + sizeof(struct ff_writer), suffix, suffix_len);
+                    NULL, 0, block + sizeof(struct ff_writer), suffix, suffix_len, NULL);
     }
     /* any code may run before commit: it checks the temp is still this
      * file (one fstat here, one fstatat there) */

@@ -12,7 +12,7 @@ BEGIN { setlocale(LC_ALL, 'C') }
 
 use Test::More;
 use lib 't/lib';
-use FFTest qw(tempdir spew warnings_of in_child full_testing run_perl);
+use FFTest qw(tempdir spew slurp warnings_of in_child full_testing run_perl strace_why strace_call);
 use Errno ();
 use Reference qw(ref_read_last_line);
 use FastFile qw(file_read_last_line);
@@ -243,5 +243,39 @@ SKIP: {
              . 'print join(" ", map { my $f = $_; map { tainted($_->($f)) ? 1 : 0 } \&file_read_last_line, \&ref_read_last_line } @ARGV), "\n"';
     my ($status, $out) = run_perl($code, switches => ['-T'], args => \@files);
     is($out, "1 1 1 1 0 0\n", '-T: the result tainted where the reference\'s is (two lines, "a\n\n", empty file)');
+}
+
+# a file cut while its last line is read backwards (a log rotated by
+# copytruncate): the handler of a signal strace sends at the Nth pread(2)
+# cuts it, and runs at the poll after that block. The result is the new
+# file's last line, or '' for an empty one: never bytes read before the cut
+# (the bug: 64 KiB, or 128 KiB over three blocks, of the old file).
+SKIP: {
+    my $why = strace_why();
+    skip "strace: $why", 18 if $why;
+    my @cases = (
+        [ 'cut to 0 after the first block',  'a' x (200 << 10), 1, 0, '', '' ],
+        [ 'cut to 0 after the second block', 'a' x (300 << 10), 2, 0, '', '' ],
+        [ 'cut to its first lines',          "first\nsecond\n" . 'y' x (200 << 10), 1, 13, '', 'second' ],
+        [ 'cut, then a new line written',    'x' x (200 << 10), 1, 0, "new one\nnew last\n", 'new last' ],
+        [ 'cut inside the first block read, then written', "one\n" . 'z' x (100 << 10), 1, 0,
+          "new\n" . 'n' x (40 << 10) . "\nlast\n", 'last' ],
+        [ 'cut inside the first block read, then a long line written', "one\n" . 'z' x (100 << 10), 1, 0,
+          "new\n" . 'n' x (50 << 10), 'n' x (50 << 10) ],
+    );
+    for my $c (@cases) {
+        my ($label, $content, $when, $cut, $append, $want) = @$c;
+        my $file = file_with($content);
+        my $r = strace_call('my $l = file_read_last_line($ARGV[0]); "$cuts|$l"', attach => 1, args => [$file, $cut, $append],
+                            paths => [$file], trace => ['pread64'],
+                            setup => 'our $cuts = 0; $SIG{USR1} = sub { truncate $ARGV[0], $ARGV[1] or die "truncate: $!";'
+                                   . ' if (length $ARGV[2]) { open my $fh, ">>", $ARGV[0] or die; print {$fh} $ARGV[2]; close $fh or die } $cuts++ }',
+                            inject => ["pread64:signal=SIGUSR1:when=$when"]);
+        ok($r->{ok}, "cut mid-read, $label: returns") or diag($r->{err}, $r->{stderr});
+        my ($cuts, $got) = ($r->{ret} // '') =~ /\A(\d+)\|(.*)\z/s;
+        is($cuts, 1, "cut mid-read, $label: the file was cut once, during the read");
+        ok(defined $got && $got eq $want, "cut mid-read, $label: " . show($want))
+            or diag('got ' . show($got));
+    }
 }
 done_testing();

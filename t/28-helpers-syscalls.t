@@ -78,6 +78,11 @@ for my $size (1024, 65536, 1 << 20) {
     my @sizes = map { ($_->{args} =~ /, (\d+), \d+\z/)[0] } calls_named($r, 'pread64');
     is("@sizes", '65536 65536 73735', '200 KiB last line: preads of 64 KiB, 64 KiB (doubled), then the rest')
         or diag(show($r));
+    # ... then one lseek: a file cut while its blocks were read is read
+    # again, never joined from bytes it held at different times (t/18)
+    my @io = map { $_->{name} } io_calls($r);
+    is("@io", 'openat lseek pread64 pread64 pread64 lseek close',
+       '200 KiB last line: the end sought again after the blocks, once') or diag(show($r));
 }
 
 # tempfile: O_TMPFILE only, nothing named, no write

@@ -15,7 +15,7 @@ use POSIX ();
 
 use FastFile;
 use lib 't/lib';
-use FFTest qw(slurp spew temps_in errno_text strace_why strace_call in_child io_calls);
+use FFTest qw(slurp spew temps_in errno_text strace_why strace_call in_child io_calls xattr_nr acl_of);
 
 # $! texts are compared in English; children inherit the C locale too.
 BEGIN { $ENV{LC_ALL} = 'C'; delete $ENV{LANGUAGE} }
@@ -502,21 +502,7 @@ subtest 'preserve by a writer that cannot keep the group' => sub {
 # The old file's POSIX access ACL, as the raw xattr: with an ACL the mode's
 # group bits are its mask, so a mode copied without the ACL gave the owning
 # group the mask's rights, which the ACL denied it. Set and read with the
-# xattr syscalls (no setfacl needed).
-my %XATTR_NR = (x86_64 => [188, 191], aarch64 => [5, 8]);   # setxattr, getxattr
-sub xattr_nr {
-    my ($which) = @_;
-    my $nr = eval { require 'syscall.ph'; $which eq 'set' ? &SYS_setxattr : &SYS_getxattr };
-    return $nr if defined $nr;
-    my ($arch) = grep { $Config::Config{archname} =~ /^\Q$_\E/ } keys %XATTR_NR;
-    return $arch ? $XATTR_NR{$arch}[ $which eq 'set' ? 0 : 1 ] : undef;
-}
-sub acl_of {
-    my ($path) = @_;
-    my $buf = "\0" x 1024;
-    my $n = syscall(xattr_nr('get'), $path, my $name = 'system.posix_acl_access', $buf, length $buf);
-    return $n < 0 ? undef : substr($buf, 0, $n);
-}
+# xattr syscalls (no setfacl needed: FFTest's xattr_nr, acl_of).
 subtest 'preserve: the old file\'s ACL' => sub {
     require Config;
     require FastFile::Writer;

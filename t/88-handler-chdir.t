@@ -13,7 +13,7 @@ BEGIN { $ENV{LC_ALL} = 'C'; delete $ENV{LANGUAGE} }
 
 use Test::More;
 use lib 't/lib';
-use FFTest qw(strace_why strace_calls strace_call slurp spew);
+use FFTest qw(strace_why strace_calls strace_call slurp spew xattr_nr acl_of);
 use File::Temp ();
 use FastFile ();
 
@@ -82,6 +82,34 @@ for my $fn (qw(file_set_contents file_copy)) {
     }
 }
 
+# file_copy's read phase: the handler runs while the source is opened or
+# read, before any temp exists (no atomic to hold the directory then): the
+# relative source's open is retried, and the target made, where the call
+# started. Before, the source's open went on in the handler's directory
+# (ENOENT there), and a source of unknown size (/proc: read before the temp
+# is made) had its target land in the handler's directory, with success.
+my $OSTYPE = do { open my $fh, '<', '/proc/sys/kernel/ostype' or die "/proc/sys/kernel/ostype: $!"; local $/; <$fh> };
+for my $phase ([ 'openat of the relative source', 'openat', 'src' ],
+               [ 'read of a source of unknown size (/proc)', 'read', '/proc/sys/kernel/ostype' ]) {
+    my ($label, $syscall, $src) = @$phase;
+    for my $die (0, 1) {
+        my $dir = "$ROOT/" . ++$SEQ;
+        my ($a, $b) = ("$dir/a", "$dir/b");
+        mkdir $_ or die "mkdir $_: $!" for $dir, $a, $b;
+        spew("$a/rel", $OLD);
+        spew("$a/src", $NEW) if $src eq 'src';
+        push @cases, { label => "file_copy, $label" . ($die ? ', handler dies' : ''), a => $a, b => $b,
+                       name => 'rel', die => $die, content => $src eq 'src' ? $NEW : $OSTYPE,
+                       keep_a => $src eq 'src' ? ['src'] : [] };
+        push @specs, {
+            code => 'my ($A, $B, $S, $DIE) = @ARGV; chdir $A or die "chdir $A: $!\n";'
+                  . ' local $SIG{USR1} = sub { chdir $B or die "chdir $B: $!\n"; die "handler died\n" if $DIE };'
+                  . ' my $r = eval { file_copy($S, "rel"); 1 }; my $e = $@; chdir "/"; die $e unless $r; 1',
+            args => [ $a, $b, $src, $die ], inject => ["$syscall:error=EINTR:signal=USR1:when=1"],
+            trace => 'injected', attach => 1, timeout => 120, strace => session() };
+    }
+}
+
 # tempfile_contents in a relative directory: the open's EINTR
 for my $die (0, 1) {
     my $dir = "$ROOT/" . ++$SEQ;
@@ -131,16 +159,62 @@ for my $i (0 .. $#cases) {
     my $target = "$c->{a}/$name";
     if (!$c->{die}) {
         ok($r->{ok}, "$l: written") or diag($r->{err});
-        is(slurp($target), $NEW, "$l: the target in the starting directory has the new content");
+        is(slurp($target), $c->{content} // $NEW, "$l: the target in the starting directory has the new content");
     } else {
         is($r->{err}, "handler died\n", "$l: the handler's die");
         my $want = $c->{after} ? $NEW : $c->{new} || $name =~ m{/} ? undef : $OLD;
         is(slurp($target), $want, "$l: the target " . ($c->{after} ? 'renamed before the die' : 'untouched'));
     }
     my $left = listing($c->{a});
-    my $want_a = -e $target ? $name : '';
+    my $want_a = join ' ', sort +(-e $target ? $name : ()), @{ $c->{keep_a} || [] };
     is($left, $want_a, "$l: no temp left in the starting directory");
     is(listing($c->{b}), '', "$l: nothing in the handler's directory");
+}
+
+# The look at the old target (preserve: its mode; if_changed: its bytes)
+# after a handler's chdir is in the directory the call started in too:
+# file_copy's handler run in the read phase, file_set_contents' on the
+# look's own lstat (its retry). The handler's directory has a "rel" of its
+# own that would give another mode, or the new bytes (nothing written, 0).
+for my $case (map { my $fn = $_; map { [ $fn, @$_ ] }
+                        [ 'preserve', { preserve => 1 }, 0640, $OLD, 0604, 'other' ],
+                        [ 'if_changed', { if_changed => 1 }, 0644, $OLD, 0644, $OSTYPE ],
+                        [ 'preserve, an ACL', { preserve => 1 }, 0660, $OLD, 0604, 'other', 'acl' ] }
+              qw(file_copy file_set_contents)) {
+    my ($fn, $opt, $o, $mode_a, $in_a, $mode_b, $in_b, $with_acl) = @$case;
+    my $copy = $fn eq 'file_copy';
+    my $dir = "$ROOT/" . ++$SEQ;
+    my ($a, $b) = ("$dir/a", "$dir/b");
+    mkdir $_ or die "mkdir $_: $!" for $dir, $a, $b;
+    spew("$a/rel", $in_a);
+    spew("$b/rel", $in_b);
+    chmod $mode_a, "$a/rel" or die;
+    chmod $mode_b, "$b/rel" or die;
+    # the ACL (read through /proc/self/fd/N/rel: no *at call reads an
+    # xattr): owner rw, user 65534 rw, group nothing, mask rw, others nothing
+    my $acl = pack('V', 2) . join '', map { pack 'vvV', @$_ }
+        [0x01, 6, 0xffffffff], [0x02, 6, 65534], [0x04, 0, 0xffffffff], [0x10, 6, 0xffffffff], [0x20, 0, 0xffffffff];
+    if ($with_acl && !($BUILD->{acl} && xattr_nr('set')
+                       && syscall(xattr_nr('set'), "$a/rel", my $name = 'system.posix_acl_access', $acl, length $acl, 0) == 0)) {
+        SKIP: { skip "$fn, $opt: no POSIX ACL here (the portable build, or the filesystem)", 7 }
+        next;
+    }
+    my $r = strace_call(
+        'my ($A, $B) = @ARGV; chdir $A or die "chdir $A: $!\n"; local $SIG{USR1} = sub { chdir $B or die "chdir $B: $!\n" };'
+      . ' my $w = eval { ' . ($copy ? 'file_copy("/proc/sys/kernel/ostype", "rel", undef, $O)' : 'file_set_contents("rel", $D, $O)')
+      . ' }; my $e = $@; chdir "/"; die $e if $e; $w',
+        args => [ $a, $b ], opts => $o, data => $OSTYPE, attach => 1,
+        ($copy ? (paths => ['/proc/sys/kernel/ostype'], inject => ['read:error=EINTR:signal=USR1:when=1'])
+               : (inject => ['newfstatat:error=EINTR:signal=USR1:when=1'])),
+        trace => 'injected', timeout => 120, strace => session());
+    my $l = $copy ? "file_copy, $opt, chdir in the read phase" : "file_set_contents, $opt, chdir on the old target's lstat";
+    ok($r->{injected} >= 1, "$l: the fault was injected") or diag($r->{log});
+    is($r->{ret}, 1, "$l: written") or diag($r->{err});
+    is(slurp("$a/rel"), $OSTYPE, "$l: the target in the starting directory has the new content");
+    is(sprintf('%04o', (stat "$a/rel")[2] & 07777), sprintf('%04o', $mode_a), "$l: its mode");
+    is(slurp("$b/rel"), $in_b, "$l: the handler's directory's file untouched");
+    is(listing($a) . '|' . listing($b), 'rel|rel', "$l: no temp left");
+    is(unpack('H*', acl_of("$a/rel") // ''), $with_acl ? unpack('H*', $acl) : '', "$l: its ACL, the old file's");
 }
 
 # No fd left for the hold (EMFILE: the temp took the last one): the call
@@ -148,22 +222,26 @@ for my $i (0 .. $#cases) {
 # ("replaced or removed") and left its temp in the starting directory. Now
 # the call fails before its handlers run: EMFILE, the target untouched, no
 # temp left (the handler runs once the call is done).
-for my $fn (qw(file_set_contents file_copy)) {
+# (file_copy's read phase: the source's read of /proc, no temp yet)
+for my $fn (qw(file_set_contents file_copy), 'file_copy, read phase') {
     my $dir = "$ROOT/" . ++$SEQ;
     my ($a, $b) = ("$dir/a", "$dir/b");
     mkdir $_ or die "mkdir $_: $!" for $dir, $a, $b;
     spew("$a/rel", $OLD);
     spew("$dir/src", $NEW);
-    my $copy = $fn eq 'file_copy';
-    my $call = $copy ? 'file_copy($S, "rel")' : 'file_set_contents("rel", "new\n")';
-    my $inject = $copy && $BUILD->{copy_file_range} ? 'copy_file_range' : 'write';
+    my $copy = $fn =~ /^file_copy/;
+    my $read = $fn =~ /read phase/;
+    my $call = $read ? 'file_copy("/proc/sys/kernel/ostype", "rel")'
+             : $copy ? 'file_copy($S, "rel")' : 'file_set_contents("rel", "new\n")';
+    my $inject = $read ? 'read' : $copy && $BUILD->{copy_file_range} ? 'copy_file_range' : 'write';
     my $r = strace_call(
         'my ($A, $B, $S, $FREE) = @ARGV; chdir $A or die "chdir $A: $!\n"; my $ran = 0;'
       . ' local $SIG{USR1} = sub { $ran++; chdir $B or die "chdir $B: $!\n" };'
       . ' my @held; while (open my $h, "<", "/dev/null") { push @held, $h } splice @held, 0, $FREE;'
       . " my \$r = eval { $call; 1 }; my \$e = \$\@; my \$errno = \$! + 0; \@held = (); chdir '/';"
       . ' die "handler ran $ran\n" unless $ran; $! = $errno; die $e unless $r; 1',
-        args => [ $a, $b, "$dir/src", $copy ? 2 : 1 ], ulimit_n => 64,
+        args => [ $a, $b, "$dir/src", $copy && !$read ? 2 : 1 ], ulimit_n => 64,
+        ($read ? (paths => ['/proc/sys/kernel/ostype']) : ()),   # (not perl's reads of its modules)
         inject => ["$inject:error=EINTR:signal=USR1:when=1"], trace => 'injected', timeout => 120);
     my $l = "$fn, no fd left to hold the directory";
     ok($r->{injected} >= 1, "$l: the fault was injected") or diag($r->{log});

@@ -34,7 +34,8 @@ use POSIX ();
 our @ISA = ('Exporter');
 our @EXPORT_OK = qw(tempdir slurp spew temps_in state_of check_error which errno_text inc_args
                     run_perl in_child exit_child warnings_of no_warnings strace_why strace_call strace_calls calls_named io_calls ncpu
-                    full_testing c_compilers core_cflags each_source_compiles front_end run_cmd tempfile_kind);
+                    full_testing c_compilers core_cflags each_source_compiles front_end run_cmd tempfile_kind
+                    xattr_nr acl_of);
 
 our $PID = 4242;    # the $$ traced children pretend to have
 
@@ -117,6 +118,27 @@ sub temps_in {
         } }, $dir);
     }
     return sort @t;
+}
+
+# The setxattr or getxattr syscall's number ($which 'set' or 'get'), for
+# POSIX ACLs as raw xattrs (no setfacl needed), or undef on an unknown
+# architecture without syscall.ph.
+my %XATTR_NR = (x86_64 => [188, 191], aarch64 => [5, 8]);   # setxattr, getxattr
+sub xattr_nr {
+    my ($which) = @_;
+    my $nr = eval { require 'syscall.ph'; $which eq 'set' ? &SYS_setxattr : &SYS_getxattr };
+    return $nr if defined $nr;
+    require Config;
+    my ($arch) = grep { $Config::Config{archname} =~ /^\Q$_\E/ } keys %XATTR_NR;
+    return $arch ? $XATTR_NR{$arch}[ $which eq 'set' ? 0 : 1 ] : undef;
+}
+
+# $path's POSIX access ACL, the raw xattr, or undef.
+sub acl_of {
+    my ($path) = @_;
+    my $buf = "\0" x 1024;
+    my $n = syscall(xattr_nr('get'), $path, my $name = 'system.posix_acl_access', $buf, length $buf);
+    return $n < 0 ? undef : substr($buf, 0, $n);
 }
 
 # What is at $path, to compare before and after: missing, a directory and

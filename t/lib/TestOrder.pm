@@ -22,6 +22,7 @@ our @LONGEST_FIRST = map { "t/$_.t" } qw(
     01-core-build 80-faults 81-eintr 82-signals 83-usercode 02-core-run 16-copy
     15-read 03-makefile-pl 69-fuse-unmount 25-syscalls 86-helpers-faults
     87-signal-storm 96-attacker 84-snapshots 73-batch-scale 35-options 85-concurrency
+    89-batch-signal-renames
 );
 
 # test_harness($verbose, @inc_dirs) with the files in @ARGV (globs expanded)
