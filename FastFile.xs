@@ -254,7 +254,7 @@ static SV *S_file_get_contents(pTHX_ SV *filename, SV *max_arg)
 {
     const char *op = "file_get_contents";
     SV *content;
-    size_t max, size, cap, total = 0, got;
+    size_t max, size, cap, first_cap, total = 0, got;
     /* a child forked by a handler may not read on from the shared offset */
     struct ff_guard guard = { NULL, 0, FALSE, TRUE, FF_GUARD_PERL, NULL };
     struct ff_eintr intr = { ffxs_on_eintr, &guard, FFXS_PENDING };
@@ -305,20 +305,12 @@ static SV *S_file_get_contents(pTHX_ SV *filename, SV *max_arg)
     }
 
     /* one read of the whole file plus a byte that would show it grew */
-    cap = size ? size + 1 : FF_GROW_START;
+    cap = first_cap = size ? size + 1 : FF_GROW_START;
     if (cap > max + 1)
-        cap = max + 1;
-    /* (newSV(cap) without its upgrade and sv_grow: the same buffer) */
-    content = sv_2mortal(newSV_type(SVt_PV));
-    {
-        char *pv;
-
-        Newx(pv, cap + 1, char);
-        SvPV_set(content, pv);
-        SvLEN_set(content, cap + 1);
-    }
+        cap = first_cap = max + 1;
+    content = sv_2mortal(read_buffer(cap));
     for (;;) {
-        err = ff_read_full(fd, SvPVX(content) + total, cap - total, &got, &intr);
+        err = ff_read_full(fd, SvPVX(content) + total, cap - total, size, &got, &intr);
         if (err) {
             CLOSE_FD();
             croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(path_sv(&path)));
@@ -332,14 +324,21 @@ static SV *S_file_get_contents(pTHX_ SV *filename, SV *max_arg)
             break;                              /* end of file */
         cap = cap > max / 2 ? max + 1 : cap * 2;
         SvGROW(content, cap + 1);
+        size = 0;                               /* it grew past fstat's size */
     }
-    CLOSE_FD();
-#undef CLOSE_FD
     SvCUR_set(content, total);
     *SvEND(content) = '\0';
     SvPOK_only(content);
     if (TAINTING_get)
         SvTAINTED_on(content);
+    /* more than one read, or one of more than one FUSE request: on FUSE
+     * (pmxcfs) another version may have answered a later request */
+    if (cap != first_cap || ff_more_than_one_request(SvPVX(content), cap)) {
+        close_read_at_leave(&fd);               /* untorn may croak */
+        content = untorn(content, fd, 0, max, max + 1, path_sv(&path), &intr);
+    }
+    CLOSE_FD();
+#undef CLOSE_FD
     LEAVE_SCOPE(saved_ix);
     SETERRNO(0, 0);             /* as the reference's last sysread leaves it */
     return content;

@@ -24,7 +24,7 @@
  *                                  offsets: the kernel moves the bytes;
  *                                  fallback: -1 with ENOSYS (the caller
  *                                  reads and writes)
- *   ff_on_fuse(fd)                 fd is on FUSE (fstatfs); fallback: 0
+ *   ff_on_fuse(fd)                 fd is on FUSE (fstatfs, Linux); fallback: 0
  *   FF_O_PATH                      O_PATH (an fd only for *at calls and
  *                                  fstat: fsync on it is EBADF); fallback:
  *                                  O_RDONLY, which needs read permission on
@@ -165,8 +165,8 @@ static inline ssize_t ff_copy_file_range(int in, int out, size_t len)
 #endif
 
 /* 1 when fd is on a FUSE filesystem (fstatfs's f_type), 0 when not or
- * when it cannot tell; copy_file_range's only user asks. */
-#if FF_HAVE_COPY_FILE_RANGE
+ * when it cannot tell: copy_file_range's user and the readers ask. */
+#if FF_LINUX
 #include <sys/vfs.h>
 #define FF_FUSE_SUPER_MAGIC 0x65735546     /* linux/magic.h */
 static inline int ff_on_fuse(int fd)

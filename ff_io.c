@@ -275,7 +275,7 @@ int ff_atomic_unchanged(struct ff_atomic *a, const char *buf, size_t len, const 
     same = !err && S_ISREG(st.st_mode) && (size_t)st.st_size == total
            && !owner_trusted(a, &st, &trusted) && trusted
            && (a->step_mem = malloc(total + 1)) != NULL
-           && !ff_read_full(a->step_fd, a->step_mem, total + 1, &got, a->intr) && got == total
+           && !ff_read_full(a->step_fd, a->step_mem, total + 1, total, &got, a->intr) && got == total
            && memcmp(a->step_mem, buf, len) == 0
            && memcmp(a->step_mem + len, tail, tail_len) == 0;
     release_step(a);
@@ -1339,24 +1339,26 @@ int ff_read_some(int fd, char *buf, size_t len, size_t *got, const struct ff_ein
     return err;
 }
 
-int ff_read_full(int fd, char *buf, size_t len, size_t *got, const struct ff_eintr *intr)
+int ff_read_full(int fd, char *buf, size_t len, size_t eof_at, size_t *got,
+                 const struct ff_eintr *intr)
 {
     size_t total = 0;
     unsigned spins = 0;     /* FF_SYSCALL's count, for each read */
     int err = 0;
 
-    /* ff_read_some's loop, inline: a reader's two reads are most of its
+    /* ff_read_some's loop, inline: a reader's read is most of its
      * user-space work */
     while (total < len) {
         ssize_t n = read(fd, buf + total, len - total);
 
         if (n > 0) {
-            /* a pipe's reads: many, none interrupted (a file's second
-             * read finds its end: nothing to do for it) */
+            /* a pipe's reads: many, none interrupted */
             if (total)
                 ff_poll_signals(intr);
             total += (size_t)n;
             spins = 0;
+            if (total == eof_at)
+                break;      /* short (eof_at < len): the end fstat gave */
         } else if (n == 0) {
             break;
         } else if ((err = errno) != EINTR || !ff_retry_eintr(intr, &spins)) {
@@ -1367,6 +1369,32 @@ int ff_read_full(int fd, char *buf, size_t len, size_t *got, const struct ff_ein
     }
     *got = total;
     return err;
+}
+
+int ff_pread_full(int fd, char *buf, size_t len, off_t off, size_t eof_at, size_t *got,
+                  const struct ff_eintr *intr)
+{
+    int err = 0;
+
+    *got = 0;
+    while (*got < len) {
+        ssize_t n;
+
+        FF_SYSCALL(err, intr, n = pread(fd, buf + *got, len - *got, off + (off_t)*got));
+        if (err || n == 0)
+            break;
+        *got += (size_t)n;
+        if (*got == eof_at)
+            break;
+        if (*got < len)
+            ff_poll_signals(intr);
+    }
+    return err;
+}
+
+int ff_fd_on_fuse(int fd)
+{
+    return ff_on_fuse(fd);
 }
 
 void ff_close_read(int fd)

@@ -358,8 +358,40 @@ int ff_size_hint(int fd, size_t *size, const struct ff_eintr *intr);
 /* One read(2) of up to len bytes, EINTR retried; *got is 0 at end of file. */
 int ff_read_some(int fd, char *buf, size_t len, size_t *got, const struct ff_eintr *intr);
 
-/* read(2) until len bytes are in or end of file; *got < len means EOF. */
-int ff_read_full(int fd, char *buf, size_t len, size_t *got, const struct ff_eintr *intr);
+/* read(2) until len bytes are in or end of file; *got < len means EOF.
+ * eof_at: the size fstat gave a regular file (0: none), counted from buf: a
+ * short read that brings the total to exactly that is its end, with no
+ * read of 0 after it (on FUSE that read is one more request, which a file
+ * replaced meanwhile answers from its new version). A file that shrank or
+ * grew past it, and pipes, /proc and sysfs (no size, or one they do not
+ * hold), are read on to a read of 0. */
+int ff_read_full(int fd, char *buf, size_t len, size_t eof_at, size_t *got,
+                 const struct ff_eintr *intr);
+
+/* The same with pread(2) from offset off, the fd's offset untouched. */
+int ff_pread_full(int fd, char *buf, size_t len, off_t off, size_t eof_at, size_t *got,
+                  const struct ff_eintr *intr);
+
+/* A FUSE READ request carries at most this many bytes (32 pages: the
+ * kernel's default, libfuse 2's and pmxcfs'): a read of up to this from a
+ * page-aligned buffer is one request, which pmxcfs answers from one version
+ * of the file. */
+#define FF_FUSE_REQUEST ((size_t)128 * 1024)
+#define FF_PAGE ((size_t)4096)
+
+/* A read of more than one FUSE request, retried this many times in all
+ * when two reads in a row disagree (see ff_torn_check). */
+#define FF_TORN_TRIES 8
+
+/* 1 when a read of len bytes at buf could have taken more than one FUSE
+ * request (split where the pages it spans pass FF_FUSE_REQUEST) */
+#define ff_more_than_one_request(buf, len) \
+    (((size_t)(buf) & (FF_PAGE - 1)) + (len) > FF_FUSE_REQUEST)
+
+/* 1 when fd is on FUSE (fstatfs), where one version of a file is only
+ * promised per READ request: pmxcfs applies another node's change between
+ * two requests of one read(2). */
+int ff_fd_on_fuse(int fd);
 
 /* close(2) an fd that was only read; its result cannot mean lost data. */
 void ff_close_read(int fd);

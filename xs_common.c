@@ -19,6 +19,9 @@
 
 #include "xs_common.h"
 
+#include <stdlib.h>     /* posix_memalign */
+#include <unistd.h>     /* lseek */
+
 /* "<formatted prefix><$! text>" for err, with "\n" or (without it, croak_sv
  * adds perl's " at FILE line N."), mortal; $! is left at err. */
 static SV *S_errno_message(pTHX_ int err, bool newline, const char *fmt, va_list *args)
@@ -253,19 +256,54 @@ void ffxs_croak_too_long(pTHX_ SV *name)
     croak_sv(msg);
 }
 
-SV *ffxs_read_to_end(pTHX_ int fd, size_t size, size_t max, size_t read_limit, SV *name,
-                     const struct ff_eintr *intr)
+SV *ffxs_read_buffer(pTHX_ size_t cap)
 {
-    /* the buffer read_on asks for, at once (read_limit > max >= 0) */
-    size_t cap = size ? size + 1 : FF_GROW_START;
+    SV *sv = newSV_type(SVt_PV);
+    char *pv;
 
-    if (cap > read_limit)
-        cap = read_limit;
-    return ffxs_read_on(aTHX_ sv_2mortal(newSV(cap)), fd, size, max, read_limit, name, intr);
+    if (cap + FF_PAGE <= FF_FUSE_REQUEST) {    /* one request wherever it starts */
+        Newx(pv, cap + 1, char);
+        SvPV_set(sv, pv);
+        SvLEN_set(sv, cap + 1);
+        return sv;
+    }
+#if !defined(PERL_TRACK_MEMPOOL) && !defined(MYMALLOC) && !defined(PERL_IMPLICIT_SYS) \
+    && !defined(PERL_DEBUG_READONLY_COW)
+    {
+        void *block;
+
+        /* (failing: Newx's block, which says "Out of memory!" as perl does) */
+        if (posix_memalign(&block, FF_PAGE, cap + 1))
+            Newx(block, cap + 1, char);
+        SvPV_set(sv, (char *)block);
+        SvLEN_set(sv, cap + 1);
+    }
+#else
+    {
+        size_t skip;
+
+        Newx(pv, cap + 1 + FF_PAGE, char);
+        /* at least 1 + sizeof(STRLEN) bytes skipped: sv_chop keeps the
+         * offset before the new start */
+        skip = FF_PAGE - ((size_t)(pv + 1 + sizeof(STRLEN)) & (FF_PAGE - 1)) + 1 + sizeof(STRLEN);
+        if (skip >= FF_PAGE + 1 + sizeof(STRLEN))
+            skip -= FF_PAGE;
+        SvPV_set(sv, pv);
+        SvLEN_set(sv, cap + 1 + FF_PAGE);
+        SvCUR_set(sv, skip);
+        SvPOK_only(sv);
+        sv_chop(sv, pv + skip);
+        SvCUR_set(sv, 0);
+    }
+#endif
+    return sv;
 }
 
-SV *ffxs_read_on(pTHX_ SV *content, int fd, size_t size, size_t max, size_t read_limit, SV *name,
-                 const struct ff_eintr *intr)
+/* read_on's loop, reading with read(2) at fd's offset (at < 0) or pread(2)
+ * from at; *several: it took more than one read, or one of more than one
+ * FUSE request */
+static SV *S_read_on(pTHX_ SV *content, int fd, off_t at, size_t size, size_t max,
+                     size_t read_limit, SV *name, const struct ff_eintr *intr, bool *several)
 {
     /* one read of the whole file plus a byte that would show it grew */
     size_t total = SvCUR(content), cap = size ? size + 1 : FF_GROW_START, got;
@@ -275,8 +313,14 @@ SV *ffxs_read_on(pTHX_ SV *content, int fd, size_t size, size_t max, size_t read
     if (cap > read_limit)
         cap = read_limit;
     SvGROW(content, cap + 1);
+    /* false only for one read that is one FUSE request */
+    *several = total || ff_more_than_one_request(SvPVX(content), cap);
     for (;;) {
-        int err = ff_read_full(fd, SvPVX(content) + total, cap - total, &got, intr);
+        size_t eof_at = size > total ? size - total : 0;
+        int err = at < 0
+                  ? ff_read_full(fd, SvPVX(content) + total, cap - total, eof_at, &got, intr)
+                  : ff_pread_full(fd, SvPVX(content) + total, cap - total, at + (off_t)total,
+                                  eof_at, &got, intr);
 
         if (err)
             croak_errno(err, "unable to read %" SVf " - ", SVfARG(S_subject(aTHX_ name)));
@@ -287,12 +331,77 @@ SV *ffxs_read_on(pTHX_ SV *content, int fd, size_t size, size_t max, size_t read
             break;                              /* end of file */
         cap = cap > read_limit / 2 ? read_limit : cap * 2;
         SvGROW(content, cap + 1);
+        *several = TRUE;
     }
     SvCUR_set(content, total);
     *SvEND(content) = '\0';
     SvPOK_only(content);
     if (TAINTING_get)
         SvTAINTED_on(content);
+    return content;
+}
+
+/* read_to_end and read_handle: start as untorn takes it */
+static SV *S_read_all(pTHX_ int fd, off_t start, size_t size, size_t max, size_t read_limit,
+                      SV *name, const struct ff_eintr *intr)
+{
+    /* the buffer read_on asks for, at once (read_limit > max >= 0) */
+    size_t cap = size ? size + 1 : FF_GROW_START;
+    bool several;
+    SV *content;
+
+    if (cap > read_limit)
+        cap = read_limit;
+    content = S_read_on(aTHX_ sv_2mortal(read_buffer(cap)), fd, -1, size, max, read_limit,
+                        name, intr, &several);
+    return several ? untorn(content, fd, start, max, read_limit, name, intr) : content;
+}
+
+SV *ffxs_read_to_end(pTHX_ int fd, size_t size, size_t max, size_t read_limit, SV *name,
+                     const struct ff_eintr *intr)
+{
+    return S_read_all(aTHX_ fd, 0, size, max, read_limit, name, intr);
+}
+
+SV *ffxs_read_handle(pTHX_ int fd, size_t size, size_t max, size_t read_limit, SV *name,
+                     const struct ff_eintr *intr)
+{
+    return S_read_all(aTHX_ fd, -1, size, max, read_limit, name, intr);
+}
+
+SV *ffxs_untorn(pTHX_ SV *content, int fd, off_t start, size_t max, size_t read_limit, SV *name,
+                const struct ff_eintr *intr)
+{
+    bool handle = start < 0;
+    int tries;
+
+    if (!ff_fd_on_fuse(fd))
+        return content;
+    if (handle) {
+        off_t end = lseek(fd, 0, SEEK_CUR);     /* (never EINTR) */
+
+        if (end < 0)
+            croak_errno(errno, "unable to read %" SVf " - ", SVfARG(S_subject(aTHX_ name)));
+        start = end - (off_t)SvCUR(content);
+    }
+    for (tries = 2;; tries++) {
+        size_t len = SvCUR(content);
+        /* the same size asked as the first read's, so that the same
+         * requests come */
+        bool several;
+        SV *again = S_read_on(aTHX_ sv_2mortal(read_buffer(len + 1 < read_limit ? len + 1
+                                                                                 : read_limit)),
+                              fd, start, len, max, read_limit, name, intr, &several);
+
+        if (SvCUR(again) == len && memEQ(SvPVX(again), SvPVX(content), len))
+            break;
+        if (tries == FF_TORN_TRIES)
+            croak_errno(EAGAIN, "unable to read %" SVf " - changed while read, %d times: ",
+                        SVfARG(S_subject(aTHX_ name)), tries);
+        content = again;
+    }
+    if (handle && tries > 2 && lseek(fd, start + (off_t)SvCUR(content), SEEK_SET) < 0)
+        croak_errno(errno, "unable to read %" SVf " - ", SVfARG(S_subject(aTHX_ name)));
     return content;
 }
 

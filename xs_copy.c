@@ -271,23 +271,25 @@ SV *ffxs_read_regular(pTHX_ SV *fh, SV *max_sv, SV *name, bool *done)
     handle.fp = fp;
     handle.fd = fd;
     handle.name = SvOK(name) ? name : NULL;
-    /* the reference's first sysread, as it makes it: a short file needs
-     * nothing more (the caller's sysread finds its end, as the
-     * reference's), a handle that is no regular file goes on with the
-     * caller's 8 KiB sysreads */
-    content = sv_2mortal(newSV(FF_SYSREAD_BLOCK));
-    err = ff_read_some(fd, SvPVX(content), FF_SYSREAD_BLOCK, &got, &intr);
-    if (err)
-        croak_errno(err, "unable to read %s%" SVf "%s - ", handle.name ? "file '" : "input",
-                    SVfARG(handle.name ? handle.name : &PL_sv_no), handle.name ? "'" : "");
-    if (got > max)
-        croak_too_long(handle.name);
-    SvCUR_set(content, got);
-    *done = got == 0;
-    if (got == FF_SYSREAD_BLOCK && PerlLIO_fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-        content = read_on(content, fd, st.st_size > 0 ? (size_t)st.st_size : 0, max, limit,
-                          handle.name, &intr);
+    /* a regular file: read whole, with one read(2) of fstat's size and a
+     * byte more (the reference's 8 KiB sysreads, up to the one that
+     * passes max; a short read at that size is the end, with no read of 0
+     * after it); anything else: the reference's first sysread, and the
+     * caller's sysreads go on unless it found the end */
+    if (PerlLIO_fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        content = read_handle(fd, st.st_size > 0 ? (size_t)st.st_size : 0, max, limit,
+                              handle.name, &intr);
         *done = TRUE;
+    } else {
+        content = sv_2mortal(newSV(FF_SYSREAD_BLOCK));
+        err = ff_read_some(fd, SvPVX(content), FF_SYSREAD_BLOCK, &got, &intr);
+        if (err)
+            croak_errno(err, "unable to read %s%" SVf "%s - ", handle.name ? "file '" : "input",
+                        SVfARG(handle.name ? handle.name : &PL_sv_no), handle.name ? "'" : "");
+        if (got > max)
+            croak_too_long(handle.name);
+        SvCUR_set(content, got);
+        *done = got == 0;
     }
     *SvEND(content) = '\0';
     SvPOK_only(content);
