@@ -451,7 +451,7 @@ static SV *S_read_line(pTHX_ int *fd, struct ffxs_path *path, const struct ff_ei
 {
     char block[FF_LINE_BLOCK], *buf = block;
     SV *line = NULL;
-    size_t cap = sizeof block, total = 0, got;
+    size_t cap = sizeof block, total = 0, got, size;
     int err;
 
     for (;;) {
@@ -479,6 +479,11 @@ static SV *S_read_line(pTHX_ int *fd, struct ffxs_path *path, const struct ff_ei
             SETERRNO(ENOTTY, 0);                 /* see file_read_firstline */
             break;
         }
+        /* a first read short of the block, no newline: a regular file of
+         * that size (fstat) has ended, with no read of 0 (on pmxcfs one
+         * more request, which another version may answer) */
+        if (total == got && got < cap && !ff_size_hint(*fd, &size, intr) && size == total)
+            break;
         ff_poll_signals(intr);                   /* a pipe: many reads, none interrupted */
         if (total == cap) {                      /* a long line: keep reading */
             cap *= 2;

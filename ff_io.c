@@ -250,6 +250,17 @@ static int owner_trusted(struct ff_atomic *a, const struct stat *file, int *trus
     return err;
 }
 
+/* malloc(len), on a page where a read of len bytes could be one FUSE
+ * request more otherwise (see ff_more_than_one_request) */
+static char *read_mem(size_t len)
+{
+    void *mem;
+
+    if (len + FF_PAGE <= FF_FUSE_REQUEST)
+        return malloc(len);
+    return posix_memalign(&mem, FF_PAGE, len) ? NULL : mem;
+}
+
 int ff_atomic_unchanged(struct ff_atomic *a, const char *buf, size_t len, const char *tail,
                         size_t tail_len)
 {
@@ -274,10 +285,18 @@ int ff_atomic_unchanged(struct ff_atomic *a, const char *buf, size_t len, const 
      * in /tmp is replaced by ours, not left to them */
     same = !err && S_ISREG(st.st_mode) && (size_t)st.st_size == total
            && !owner_trusted(a, &st, &trusted) && trusted
-           && (a->step_mem = malloc(total + 1)) != NULL
+           && (a->step_mem = read_mem(total + 1)) != NULL
            && !ff_read_full(a->step_fd, a->step_mem, total + 1, total, &got, a->intr) && got == total
            && memcmp(a->step_mem, buf, len) == 0
            && memcmp(a->step_mem + len, tail, tail_len) == 0;
+    /* "the same" from a read of more than one FUSE request may be torn (on
+     * pmxcfs another node's version can answer the later requests), and
+     * leaving a file that is not data would be wrong: a second read must
+     * agree (a "changed" is never wrong: it writes) */
+    if (same && ff_more_than_one_request(a->step_mem, total + 1) && ff_on_fuse(a->step_fd))
+        same = !ff_pread_full(a->step_fd, a->step_mem, total + 1, 0, total, &got, a->intr)
+               && got == total && memcmp(a->step_mem, buf, len) == 0
+               && memcmp(a->step_mem + len, tail, tail_len) == 0;
     release_step(a);
     return same;
 }

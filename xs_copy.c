@@ -27,8 +27,8 @@ static char *S_copy_block(pTHX_ size_t size, size_t limit, size_t *cap)
         *cap = FF_COPY_BLOCK_MAX;
     if (*cap > limit)
         *cap = limit;
-    Newx(buf, *cap, char);
-    SAVEFREEPV(buf);
+    /* page-aligned where a read could be more than one FUSE request */
+    buf = SvPVX(sv_2mortal(read_buffer(*cap)));
     return buf;
 }
 
@@ -129,9 +129,12 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
     force_utf8 = FALSE;
     write_args(perm, NULL, FALSE, &opt, &force_utf8, op);
 
-    if (opt.if_changed || force_utf8) {
+    if (opt.if_changed || force_utf8
+        || (size + 1 > FF_FUSE_REQUEST && ff_fd_on_fuse(in))) {
         /* the bytes themselves are needed: compared with the target, or
-         * encoded (a private string, never the caller's) */
+         * encoded (a private string, never the caller's), or checked
+         * against a second read (a FUSE source, more than one request:
+         * read_to_end) before anything is written */
         SV *content = read_to_end(in, size, max, limit, src_path, &intr);
         const char *bytes;
         STRLEN len;
@@ -176,12 +179,12 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
         a->step = FF_STEP_WRITE;
         /* the kernel moves the bytes where it can (never when the first
          * block is in buf already), read and write do the rest */
-        if (pending || !size || !ff_copy_range(in, a->fd, limit, &total, &intr)) {
+        if (pending || !size || !ff_copy_range(in, a->fd, limit, size, &total, &intr)) {
             enum ff_copy_side side = FF_COPY_READ;
 
             if (!buf)
                 buf = S_copy_block(aTHX_ size, limit, &cap);
-            err = ff_copy_rw(in, a->fd, buf, cap, pending, limit, &total, &side, &intr);
+            err = ff_copy_rw(in, a->fd, buf, cap, pending, limit, size, &total, &side, &intr);
             if (err)
                 S_croak_copy(aTHX_ a, err, side, src_path, dst_path);
         }

@@ -609,6 +609,16 @@ SKIP: {
     is($c[0] && $c[0]{args}, qq{AT_FDCWD, "$short", O_RDONLY|O_CLOEXEC}, 'firstline: openat O_RDONLY|O_CLOEXEC');
     is($c[1] && $len->($c[1]), 8192, 'firstline, short line: one read of 8192 bytes');
 
+    # a file of one line without "\n", shorter than the block: its first
+    # read is short at fstat's size, the end (no read of 0)
+    my $noeol = "$dir/traced-noeol";
+    spew($noeol, "only line");
+    $r = strace_call('die "wrong line\n" unless FastFile::file_read_firstline($ARGV[0]) eq "only line"; die "errno $!\n" if $!+0;',
+                     attach => 1, args => [$noeol]);
+    ok($r->{traced} && $r->{ok}, 'firstline, no newline: traced call succeeded, $! 0') or diag($r->{err}, $r->{stderr});
+    is($names->($r), 'openat read fstat close', 'firstline, no newline: openat, read, fstat, close (no read of 0)')
+        or diag($show->($r));
+
     # a first line longer than one block: more reads, big ones, not the whole file
     my $long = "$dir/traced-long";
     spew($long, ('L' x 20000) . "\n" . ('t' x $MIB));
