@@ -92,6 +92,14 @@ static unsigned long long nsizes;   /* total recorded, ring index = n % N */
 
 static struct rule rules[MAX_RULES];
 static int nrules;
+/* "swap": another cluster node's change as pmxcfs receives it, applied to
+ * its database and not through the kernel: after `after` more READ
+ * requests on path, the file at path holds data (a snapshot taken when
+ * the command came), between two requests of a read in progress; "flip"
+ * (every > 0): again after every `every` requests, the two versions in
+ * turn, until "unswap" */
+static struct { char *path; char *data; size_t size; long after, every; } swap;
+static unsigned long long swaps_done;
 static struct node *root;
 static ino_t next_ino = 1;
 /* "crashpoint N": after request number crash_at the durable state is
@@ -665,10 +673,68 @@ static int parse_op(const char *s)
 	return -1;
 }
 
+/* Drops a pending swap. */
+static void swap_clear(void)
+{
+	free(swap.path);
+	free(swap.data);
+	memset(&swap, 0, sizeof swap);
+}
+
+/* Puts data in place of path's contents, the node (inode) kept, as
+ * pmxcfs' database changes under an open file. */
+static int swap_apply(void)
+{
+	struct node *n = lookup(swap.path);
+	int r;
+
+	if (!n || !S_ISREG(n->mode))
+		r = -ENOENT;
+	else if (swap.every) {         /* flip: exchange, and count again */
+		char *data = n->data;
+		size_t size = n->size;
+
+		n->data = swap.data;
+		n->size = n->cap = swap.size;
+		n->mtime = n->ctime = now();
+		swap.data = data;
+		swap.size = size;
+		swap.after = swap.every;
+		swaps_done++;
+		return 0;
+	} else if ((r = resize(n, (off_t) swap.size)) == 0) {
+		memcpy(n->data, swap.data, swap.size);
+		swaps_done++;
+	}
+	swap_clear();
+	return r;
+}
+
+/* "swap <path> <n> <from>": from's contents now, into path after the
+ * n-th READ request on path (0: at once); every: "flip"'s period */
+static int swap_arm(const char *path, long after, const char *from, long every)
+{
+	struct node *src = lookup(from);
+
+	if (!src || !S_ISREG(src->mode))
+		return -ENOENT;
+	swap_clear();
+	if (!(swap.path = strdup(path)) ||
+	    !(swap.data = malloc(src->size ? src->size : 1))) {
+		swap_clear();
+		return -ENOMEM;
+	}
+	memcpy(swap.data, src->data, src->size);
+	swap.size = src->size;
+	swap.after = after;
+	swap.every = every;
+	return after == 0 ? swap_apply() : 0;
+}
+
 /* One command line written to the control file. */
 static int command(char *line)
 {
-	char word[16], opname[16], path[4096];
+	char word[16], opname[16], path[4096], from[4096];
 	long a, b;
 	int op;
 
@@ -676,6 +742,7 @@ static int command(char *line)
 		return 0;  /* blank line */
 	if (strcmp(word, "reset") == 0) {
 		memset(&st, 0, sizeof st);
+		swaps_done = 0;
 		nsizes = 0;
 		return 0;
 	}
@@ -717,6 +784,16 @@ static int command(char *line)
 	if (strcmp(word, "delay") == 0 &&
 	    sscanf(line, "%*s %4095s %ld", path, &a) == 2 && a >= 0)
 		return add_rule(OP_DELAY, a, -1, path);
+	if (strcmp(word, "swap") == 0 &&
+	    sscanf(line, "%*s %4095s %ld %4095s", path, &a, from) == 3 && a >= 0)
+		return swap_arm(path, a, from, 0);
+	if (strcmp(word, "flip") == 0 &&
+	    sscanf(line, "%*s %4095s %ld %4095s", path, &a, from) == 3 && a > 0)
+		return swap_arm(path, a, from, a);
+	if (strcmp(word, "unswap") == 0) {
+		swap_clear();
+		return 0;
+	}
 	return -EINVAL;
 }
 
@@ -769,6 +846,8 @@ static int ctl_snapshot(struct handle *h)
 	fprintf(f, "crashpoint_pending %d\n", crash_at && !crash_image);
 	/* the images "crashpoints" took (0 if one could not be taken) */
 	fprintf(f, "crashpoints %zu\n", recording_failed ? (size_t) 0 : nimages);
+	/* 1 while a swap waits for its READ request; the swaps made */
+	fprintf(f, "swap_pending %d\nswaps %llu\n", swap.path != NULL, swaps_done);
 	fprintf(f, "rules %d\nmax_write %u\nwrite_sizes ", nrules, max_write_seen);
 	first = nsizes > NSIZES ? nsizes - NSIZES : 0;
 	for (unsigned long long i = first; i < nsizes; i++)
@@ -1215,17 +1294,27 @@ static int fs_read(const char *path, char *buf, size_t size, off_t off,
 		src = h->text;
 		len = h->len;
 	} else {
+		/* by path, as pmxcfs answers (the handle's node once unlinked) */
+		struct node *n = path ? lookup(path) : NULL;
+
+		if (!n || !S_ISREG(n->mode))
+			n = h->node;
 		st.read_requests++;
 		if ((r = fault(OP_READ, path)))
 			return r;
-		src = h->node->data;
-		len = h->node->size;
+		src = n->data;
+		len = n->size;
 	}
 	if (off < 0 || (size_t) off >= len)
-		return 0;
-	if (size > len - off)
+		size = 0;
+	else if (size > len - off)
 		size = len - off;
-	memcpy(buf, src + off, size);
+	if (size)
+		memcpy(buf, src + off, size);
+	/* a swap after this request: this one answered from the old data */
+	if (!h->is_ctl && swap.path && path && strcmp(path, swap.path) == 0 &&
+	    --swap.after == 0)
+		swap_apply();
 	return size;
 }
 

@@ -247,6 +247,23 @@ sub control {
 }
 
 sub reset { $_[0]->control('reset') }
+
+# Another node's change as pmxcfs gets it (no kernel request): after the
+# $after-th READ request on $path from now (0: at once), $path holds what
+# $from holds now. Paths from the mount root, "/name". See t/fusefs/README.
+sub swap {
+    my ($self, $path, $after, $from) = @_;
+    return $self->control("swap $path $after $from");
+}
+
+# The same after every $every-th READ request on $path, the two versions
+# in turn, until $fs->unswap: a file that changes during every read.
+sub flip {
+    my ($self, $path, $every, $from) = @_;
+    return $self->control("flip $path $every $from");
+}
+
+sub unswap { $_[0]->control('unswap') }
 sub clear { $_[0]->control('clear') }
 
 # The mount points /proc/mounts lists, decoded (octal escapes).
