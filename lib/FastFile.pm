@@ -422,10 +422,38 @@ size is only a hint (sysfs files report 4096 whatever they hold). Extra
 arguments are ignored. Exported on request.
 
 A regular file is read with C<openat>, C<fstat>, one C<read> of its whole size
-(plus a byte that would show it grew), the C<read> that returns 0, and
-C<close>: five syscalls where an 8 KiB C<sysread> loop needs 130 for 1 MiB.
-Files whose size C<fstat> cannot tell (C</proc>, C</sys>, pipes, sockets) are
-read in blocks that start at 64 KiB and double. Under taint mode (C<-T>) the
+(plus a byte that would show it grew), and C<close>: a C<read> that comes
+back short at the size C<fstat> gave is the end of the file, and no C<read>
+that returns 0 follows. Four syscalls; five above 124 KiB (an C<fstatfs>:
+is it FUSE?), where an 8 KiB C<sysread> loop needs 130 for 1 MiB. Files
+whose size C<fstat> cannot tell (C</proc>, C</sys>, pipes, sockets), or that
+hold less or grew past it, are read on until a C<read> returns 0, in blocks
+that start at 64 KiB and double.
+
+B<On pmxcfs (C</etc/pve>) and other FUSE filesystems> a read never returns a
+mix of two versions of the file. pmxcfs answers each FUSE READ request (at
+most 128 KiB) from one version, but a change that comes from another cluster
+node can land between two requests of one C<read>: measured on 2026-12-06
+on a two-node pmxcfs cluster (pve-cluster 9.1.6), FastFile 0.03 returned torn
+files in 1.6% of reads at 200 KiB and 12% at 1 MiB, and about 1% at any size
+when the size changed (its extra C<read> of 0 was a second request); pve-common's
+readers 4.5% at 20 KiB to 86% at 1 MiB. Now a file of up to 128 KiB less one
+byte is one request (the buffer starts on a page, no C<read> of 0), so it is
+always one version, with no extra cost. A read that may take more
+requests (a file of 128 KiB or more, or one that grew while read) is read a
+second time on FUSE (C<fstatfs> tells), and returned only when both reads agree
+byte for byte; when they do not it is read again, 8 reads at most, then
+dies C<unable to read file 'NAME' - changed while read, 8 times:
+Resource temporarily unavailable> (C<$!> C<EAGAIN>) rather than return bytes
+that may be torn. That doubles the READ requests of such files on FUSE
+(1 MiB: 18 instead of 10); local filesystems are read once. On one node
+(local mode) pmxcfs never tore a read (libfuse keeps a replaced open file);
+what holds for C<file_get_contents> holds for C<safe_read_from> of a
+regular file, C<file_copy>'s source and the comparison of C<if_changed>
+(which writes unless two reads agree that the file holds the data already).
+C<file_read_firstline> and C<file_read_last_line> read one block (8 KiB,
+64 KiB): one request, one version, for a first line shorter than 8 KiB and a
+last line shorter than 64 KiB. Under taint mode (C<-T>) the
 result is tainted, like C<sysread>'s. C<$!> is 0 after a successful read, as
 the reference leaves it.
 
@@ -907,6 +935,12 @@ was copied) or C<safe_read_from> read more than C<$max> bytes (default 1
 MiB, pmxcfs's limit); the second for C<safe_read_from> without a name.
 Nothing was written. C<$!> is 0, as the reference leaves it. Pass a larger
 C<$max> if the file may be that big.
+
+=item C<unable to read file 'NAME' - changed while read, 8 times: Resource temporarily unavailable>
+
+On FUSE (pmxcfs), a file of 128 KiB or more changed during each of 8 reads
+in a row, so no read could be shown to hold one version of it (see
+L</file_get_contents>). C<$!> is C<EAGAIN>. Try again later.
 
 =item C<unable to read file 'NAME' - $!>, C<unable to read input - $!>
 
