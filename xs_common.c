@@ -280,16 +280,16 @@ SV *ffxs_read_buffer(pTHX_ size_t cap)
     }
 #else
     {
+        /* sv_chop keeps the offset in the bytes before the new start: a
+         * byte, or a 0 and a STRLEN */
+        const size_t room = 1 + sizeof(STRLEN), len = room + FF_PAGE - 1 + cap + 1;
         size_t skip;
 
-        Newx(pv, cap + 1 + FF_PAGE, char);
-        /* at least 1 + sizeof(STRLEN) bytes skipped: sv_chop keeps the
-         * offset before the new start */
-        skip = FF_PAGE - ((size_t)(pv + 1 + sizeof(STRLEN)) & (FF_PAGE - 1)) + 1 + sizeof(STRLEN);
-        if (skip >= FF_PAGE + 1 + sizeof(STRLEN))
-            skip -= FF_PAGE;
+        Newx(pv, len, char);
+        /* room <= skip < room + FF_PAGE, pv + skip on a page */
+        skip = room + (FF_PAGE - ((size_t)(pv + room) & (FF_PAGE - 1))) % FF_PAGE;
         SvPV_set(sv, pv);
-        SvLEN_set(sv, cap + 1 + FF_PAGE);
+        SvLEN_set(sv, len);
         SvCUR_set(sv, skip);
         SvPOK_only(sv);
         sv_chop(sv, pv + skip);
