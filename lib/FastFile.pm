@@ -24,7 +24,7 @@ XSLoader::load('FastFile', $VERSION);
 *file_read_first_line = \&file_read_firstline;
 
 # safe_read_from($fh, $max, $oneline, $name): a regular file read to its
-# end is read in C, the reference's first 8 KiB read then large reads (it
+# end is read in C, fstat and one large read (it
 # ends where the reference's 8 KiB sysreads end, at the end of the file or
 # at the block that passes $max); any other handle, and $oneline, with the
 # reference's own sysreads, since a caller can see what they consumed (a
@@ -524,13 +524,14 @@ C<:pve>.
 Reads from an open handle, as C<PVE::File>'s C<safe_read_from>: at most
 C<$max> bytes (false: 1 MiB), or dies C<file 'NAME' too long - aborting>
 (C<input too long - aborting> without C<$name>); with C<$oneline> the first
-line without its newline. A plain handle (C<$oneline> false) gets the
-reference's first 8 KiB C<read>; when that is full and the handle is on a
-regular file, one C<fstat> and one large C<read> of the rest follow (a 1 MiB
-file: four syscalls where the reference makes 129; a file under 8 KiB: the
-reference's two reads), stopping where the reference's 8 KiB C<sysread>s
+line without its newline. A plain handle (C<$oneline> false) on a regular
+file gets one C<fstat> and one C<read> of its size and a byte more, short at
+that size: the end (two syscalls at any size, where the reference makes 129
+for 1 MiB and two for a file under 8 KiB; a handle not at the start reads
+on to a C<read> of 0), stopping where the reference's 8 KiB C<sysread>s
 stop: the handle's offset afterwards is the same, also when it dies C<too
-long>. Everything else is read exactly as the
+long>. Any other plain handle gets the reference's first 8 KiB C<read>.
+Everything else is read exactly as the
 reference reads it, with 8 KiB C<sysread>s, because a caller can see what
 was consumed: pipes and sockets (with C<$oneline>, what the read that
 brought the newline took beyond it is gone, as in the reference), tied
