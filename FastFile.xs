@@ -260,7 +260,7 @@ static SV *S_file_get_contents(pTHX_ SV *filename, SV *max_arg)
     struct ff_eintr intr = { ffxs_on_eintr, &guard, FFXS_PENDING };
     struct ffxs_path path;
     char name_buf[FF_NAME_BUF];         /* a plain name's snapshot */
-    int fd = -1, err;
+    int fd = -1, err, on_fuse = -1;
     /* this function's own scope, without ENTER (see file_set_contents).
      * fd is closed here before each croak and the return; only where a
      * signal handler could die (ffxs_on_eintr) does its close go on the
@@ -308,7 +308,7 @@ static SV *S_file_get_contents(pTHX_ SV *filename, SV *max_arg)
     cap = first_cap = size ? size + 1 : FF_GROW_START;
     if (cap > max + 1)
         cap = first_cap = max + 1;
-    content = sv_2mortal(read_buffer(cap));
+    content = sv_2mortal(read_buffer(cap, fd, &on_fuse));
     for (;;) {
         err = ff_read_full(fd, SvPVX(content) + total, cap - total, size, &got, &intr);
         if (err) {
@@ -335,7 +335,7 @@ static SV *S_file_get_contents(pTHX_ SV *filename, SV *max_arg)
      * (pmxcfs) another version may have answered a later request */
     if (cap != first_cap || ff_more_than_one_request(SvPVX(content), cap)) {
         close_read_at_leave(&fd);               /* untorn may croak */
-        content = untorn(content, fd, 0, max, max + 1, path_sv(&path), &intr);
+        content = untorn(content, fd, on_fuse, 0, max, max + 1, path_sv(&path), &intr);
     }
     CLOSE_FD();
 #undef CLOSE_FD

@@ -250,13 +250,14 @@ static int owner_trusted(struct ff_atomic *a, const struct stat *file, int *trus
     return err;
 }
 
-/* malloc(len), on a page where a read of len bytes could be one FUSE
- * request more otherwise (see ff_more_than_one_request) */
-static char *read_mem(size_t len)
+/* malloc(len) for reads of fd, on a page where a read of len bytes could
+ * be one FUSE request more otherwise and fd is on FUSE (*on_fuse: set
+ * then; glibc maps an aligned block afresh each time, so only there) */
+static char *read_mem(size_t len, int fd, int *on_fuse)
 {
     void *mem;
 
-    if (len + FF_PAGE <= FF_FUSE_REQUEST)
+    if (ff_one_request_anywhere(len) || !(*on_fuse = ff_on_fuse(fd)))
         return malloc(len);
     return posix_memalign(&mem, FF_PAGE, len) ? NULL : mem;
 }
@@ -264,7 +265,7 @@ static char *read_mem(size_t len)
 int ff_atomic_unchanged(struct ff_atomic *a, const char *buf, size_t len, const char *tail,
                         size_t tail_len)
 {
-    int trusted = 0;
+    int trusted = 0, on_fuse = 0;
     struct stat st;
     size_t got, total = len + tail_len;
     int err, same;
@@ -285,7 +286,7 @@ int ff_atomic_unchanged(struct ff_atomic *a, const char *buf, size_t len, const 
      * in /tmp is replaced by ours, not left to them */
     same = !err && S_ISREG(st.st_mode) && (size_t)st.st_size == total
            && !owner_trusted(a, &st, &trusted) && trusted
-           && (a->step_mem = read_mem(total + 1)) != NULL
+           && (a->step_mem = read_mem(total + 1, a->step_fd, &on_fuse)) != NULL
            && !ff_read_full(a->step_fd, a->step_mem, total + 1, total, &got, a->intr) && got == total
            && memcmp(a->step_mem, buf, len) == 0
            && memcmp(a->step_mem + len, tail, tail_len) == 0;
@@ -293,7 +294,7 @@ int ff_atomic_unchanged(struct ff_atomic *a, const char *buf, size_t len, const 
      * pmxcfs another node's version can answer the later requests), and
      * leaving a file that is not data would be wrong: a second read must
      * agree (a "changed" is never wrong: it writes) */
-    if (same && ff_more_than_one_request(a->step_mem, total + 1) && ff_on_fuse(a->step_fd))
+    if (same && on_fuse && ff_more_than_one_request(a->step_mem, total + 1))
         same = !ff_pread_full(a->step_fd, a->step_mem, total + 1, 0, total, &got, a->intr)
                && got == total && memcmp(a->step_mem, buf, len) == 0
                && memcmp(a->step_mem + len, tail, tail_len) == 0;

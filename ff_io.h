@@ -383,6 +383,10 @@ int ff_pread_full(int fd, char *buf, size_t len, off_t off, size_t eof_at, size_
  * when two reads in a row disagree (see ff_torn_check). */
 #define FF_TORN_TRIES 8
 
+/* 1 when a read of len bytes is one FUSE request wherever its buffer
+ * starts (up to 124 KiB and a byte) */
+#define ff_one_request_anywhere(len) ((len) + FF_PAGE - 1 <= FF_FUSE_REQUEST)
+
 /* 1 when a read of len bytes at buf could have taken more than one FUSE
  * request (split where the pages it spans pass FF_FUSE_REQUEST) */
 #define ff_more_than_one_request(buf, len) \

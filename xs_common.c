@@ -256,12 +256,17 @@ void ffxs_croak_too_long(pTHX_ SV *name)
     croak_sv(msg);
 }
 
-SV *ffxs_read_buffer(pTHX_ size_t cap)
+SV *ffxs_read_buffer(pTHX_ size_t cap, int fd, int *on_fuse)
 {
     SV *sv = newSV_type(SVt_PV);
     char *pv;
 
-    if (cap + FF_PAGE <= FF_FUSE_REQUEST) {    /* one request wherever it starts */
+    /* one request wherever it starts, or not on FUSE: perl's own block
+     * (glibc reuses a freed one; an aligned one it maps afresh each time,
+     * 256 page faults a MiB) */
+    if (!ff_one_request_anywhere(cap) && *on_fuse < 0)
+        *on_fuse = ff_fd_on_fuse(fd);
+    if (ff_one_request_anywhere(cap) || !*on_fuse) {
         Newx(pv, cap + 1, char);
         SvPV_set(sv, pv);
         SvLEN_set(sv, cap + 1);
@@ -347,14 +352,15 @@ static SV *S_read_all(pTHX_ int fd, off_t start, size_t size, size_t max, size_t
 {
     /* the buffer read_on asks for, at once (read_limit > max >= 0) */
     size_t cap = size ? size + 1 : FF_GROW_START;
+    int on_fuse = -1;
     bool several;
     SV *content;
 
     if (cap > read_limit)
         cap = read_limit;
-    content = S_read_on(aTHX_ sv_2mortal(read_buffer(cap)), fd, -1, size, max, read_limit,
-                        name, intr, &several);
-    return several ? untorn(content, fd, start, max, read_limit, name, intr) : content;
+    content = S_read_on(aTHX_ sv_2mortal(read_buffer(cap, fd, &on_fuse)), fd, -1, size, max,
+                        read_limit, name, intr, &several);
+    return several ? untorn(content, fd, on_fuse, start, max, read_limit, name, intr) : content;
 }
 
 SV *ffxs_read_to_end(pTHX_ int fd, size_t size, size_t max, size_t read_limit, SV *name,
@@ -369,13 +375,15 @@ SV *ffxs_read_handle(pTHX_ int fd, size_t size, size_t max, size_t read_limit, S
     return S_read_all(aTHX_ fd, -1, size, max, read_limit, name, intr);
 }
 
-SV *ffxs_untorn(pTHX_ SV *content, int fd, off_t start, size_t max, size_t read_limit, SV *name,
-                const struct ff_eintr *intr)
+SV *ffxs_untorn(pTHX_ SV *content, int fd, int on_fuse, off_t start, size_t max,
+                size_t read_limit, SV *name, const struct ff_eintr *intr)
 {
     bool handle = start < 0;
     int tries;
 
-    if (!ff_fd_on_fuse(fd))
+    if (on_fuse < 0)
+        on_fuse = ff_fd_on_fuse(fd);
+    if (!on_fuse)
         return content;
     if (handle) {
         off_t end = lseek(fd, 0, SEEK_CUR);     /* (never EINTR) */
@@ -390,7 +398,8 @@ SV *ffxs_untorn(pTHX_ SV *content, int fd, off_t start, size_t max, size_t read_
          * requests come */
         bool several;
         SV *again = S_read_on(aTHX_ sv_2mortal(read_buffer(len + 1 < read_limit ? len + 1
-                                                                                 : read_limit)),
+                                                                                 : read_limit,
+                                                           fd, &on_fuse)),
                               fd, start, len, max, read_limit, name, intr, &several);
 
         if (SvCUR(again) == len && memEQ(SvPVX(again), SvPVX(content), len))

@@ -195,28 +195,30 @@ void ffxs_croak_too_long(pTHX_ SV *name) __attribute__noreturn__;
 /* The first read's size for files whose size fstat can't tell */
 #define FF_GROW_START (64 * 1024)
 
-/* A new string (not mortal) with room for cap bytes and a NUL, its buffer
- * on a page boundary where a read of cap bytes could otherwise take one
- * FUSE request more (an unaligned buffer's first request ends at its 32nd
- * page): a file of up to 128 KiB is then one request, one version on
- * pmxcfs. Where Safefree is free(3), posix_memalign's block is the
- * string's own; elsewhere (PERL_TRACK_MEMPOOL, perl's malloc) the start is
- * moved with sv_chop (OOK), which perl copies on assignment instead of
- * taking the buffer. */
-SV *ffxs_read_buffer(pTHX_ size_t cap);
-#define read_buffer(cap) ffxs_read_buffer(aTHX_ cap)
+/* A new string (not mortal) with room for cap bytes and a NUL, for reads
+ * of fd. Its buffer starts on a page where a read of cap bytes could
+ * otherwise take one FUSE request more (an unaligned buffer's first request
+ * ends at its 32nd page) and fd is on FUSE: a file of up to 128 KiB is then
+ * one request, one version on pmxcfs. *on_fuse: -1 unknown (fstatfs asked
+ * when it matters, the answer left there), 0 or 1. Where Safefree is
+ * free(3), posix_memalign's block is the string's own; elsewhere
+ * (PERL_TRACK_MEMPOOL, perl's malloc) the start is moved with sv_chop
+ * (OOK), which perl copies on assignment instead of taking the buffer. */
+SV *ffxs_read_buffer(pTHX_ size_t cap, int fd, int *on_fuse);
+#define read_buffer(cap, fd, on_fuse) ffxs_read_buffer(aTHX_ cap, fd, on_fuse)
 
 /* content, read from fd at start (-1: it ends at fd's offset, the caller's
  * handle, moved to the end of what is returned when that changes), with a
- * read that may have taken more than one FUSE request: on FUSE, returned
+ * read that may have taken more than one FUSE request: on FUSE (on_fuse:
+ * as read_buffer's, fstatfs asked when -1), returned
  * only when a second read from start gives the same bytes; when not, read
  * again until two reads in a row agree, FF_TORN_TRIES reads in all, then
  * croak "unable to read <subject> - changed while read, N times: " $!
  * EAGAIN. Elsewhere (fstatfs says) content as it is. */
-SV *ffxs_untorn(pTHX_ SV *content, int fd, off_t start, size_t max, size_t read_limit, SV *name,
-                const struct ff_eintr *intr);
-#define untorn(content, fd, start, max, read_limit, name, intr) \
-    ffxs_untorn(aTHX_ content, fd, start, max, read_limit, name, intr)
+SV *ffxs_untorn(pTHX_ SV *content, int fd, int on_fuse, off_t start, size_t max,
+                size_t read_limit, SV *name, const struct ff_eintr *intr);
+#define untorn(content, fd, on_fuse, start, max, read_limit, name, intr) \
+    ffxs_untorn(aTHX_ content, fd, on_fuse, start, max, read_limit, name, intr)
 
 /* The rest of fd as a new mortal byte string (tainted under -T): one read
  * of size + 1 bytes (size: fstat's hint, 0 when unknown), growing for a

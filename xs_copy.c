@@ -27,8 +27,8 @@ static char *S_copy_block(pTHX_ size_t size, size_t limit, size_t *cap)
         *cap = FF_COPY_BLOCK_MAX;
     if (*cap > limit)
         *cap = limit;
-    /* page-aligned where a read could be more than one FUSE request */
-    buf = SvPVX(sv_2mortal(read_buffer(*cap)));
+    Newx(buf, *cap, char);
+    SAVEFREEPV(buf);
     return buf;
 }
 
@@ -130,11 +130,12 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
     write_args(perm, NULL, FALSE, &opt, &force_utf8, op);
 
     if (opt.if_changed || force_utf8
-        || (size + 1 > FF_FUSE_REQUEST && ff_fd_on_fuse(in))) {
+        || (!ff_one_request_anywhere(size + 1) && ff_fd_on_fuse(in))) {
         /* the bytes themselves are needed: compared with the target, or
-         * encoded (a private string, never the caller's), or checked
-         * against a second read (a FUSE source, more than one request:
-         * read_to_end) before anything is written */
+         * encoded (a private string, never the caller's), or read into
+         * a page-aligned buffer and checked against a second read (a FUSE
+         * source that may be more than one request: read_to_end) before
+         * anything is written */
         SV *content = read_to_end(in, size, max, limit, src_path, &intr);
         const char *bytes;
         STRLEN len;

@@ -267,7 +267,7 @@ SKIP: {
         ok(@names <= 10, '4 MiB: at most 10 syscalls (' . scalar(@names) . ": @names)");
         if ($info->{copy_file_range}) {
             # the source's fstatfs: a FUSE source of more than one request
-            # is read whole and checked (t/77); the copy short at fstat's
+            # is read whole and checked (t/78); the copy short at fstat's
             # size is the end (no copy_file_range that finds 0)
             is("@names", 'openat newfstatat fstatfs openat fstatfs copy_file_range close rename close',
                '4 MiB: open, fstat and fstatfs (not FUSE) of the source, the temp, fstatfs (not FUSE), one copy_file_range, close, rename, close');
