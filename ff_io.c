@@ -250,14 +250,17 @@ static int owner_trusted(struct ff_atomic *a, const struct stat *file, int *trus
     return err;
 }
 
-/* malloc(len) for reads of fd, on a page where a read of len bytes could
- * be one FUSE request more otherwise and fd is on FUSE (*on_fuse: set
- * then; glibc maps an aligned block afresh each time, so only there) */
+/* malloc(len) for reads of fd (*on_fuse set when fstatfs was asked), on a
+ * page where that makes a read of len bytes one FUSE request instead of
+ * two and fd is on FUSE (glibc maps an aligned block afresh each time, a
+ * page fault for each page read: only there) */
 static char *read_mem(size_t len, int fd, int *on_fuse)
 {
     void *mem;
 
-    if (ff_one_request_anywhere(len) || !(*on_fuse = ff_on_fuse(fd)))
+    if (ff_one_request_anywhere(len) || len > FF_FUSE_REQUEST)
+        return malloc(len);
+    if (!(*on_fuse = ff_on_fuse(fd)))
         return malloc(len);
     return posix_memalign(&mem, FF_PAGE, len) ? NULL : mem;
 }
@@ -294,7 +297,8 @@ int ff_atomic_unchanged(struct ff_atomic *a, const char *buf, size_t len, const 
      * pmxcfs another node's version can answer the later requests), and
      * leaving a file that is not data would be wrong: a second read must
      * agree (a "changed" is never wrong: it writes) */
-    if (same && on_fuse && ff_more_than_one_request(a->step_mem, total + 1))
+    if (same && ff_more_than_one_request(a->step_mem, total + 1)
+        && (on_fuse || (total + 1 > FF_FUSE_REQUEST && ff_on_fuse(a->step_fd))))
         same = !ff_pread_full(a->step_fd, a->step_mem, total + 1, 0, total, &got, a->intr)
                && got == total && memcmp(a->step_mem, buf, len) == 0
                && memcmp(a->step_mem + len, tail, tail_len) == 0;
@@ -1409,6 +1413,29 @@ int ff_pread_full(int fd, char *buf, size_t len, off_t off, size_t eof_at, size_
         if (*got < len)
             ff_poll_signals(intr);
     }
+    return err;
+}
+
+int ff_file_matches(int fd, off_t start, const char *buf, size_t len, int *same,
+                    const struct ff_eintr *intr)
+{
+    char *piece = malloc(FF_MATCH_PIECE);
+    size_t done = 0;
+    int err = 0;
+
+    if (!piece)
+        return ENOMEM;
+    for (;;) {
+        size_t left = len - done, want = left < FF_MATCH_PIECE ? left + 1 : FF_MATCH_PIECE, got;
+
+        err = ff_pread_full(fd, piece, want, start + (off_t)done, left, &got, intr);
+        *same = !err && got <= left && memcmp(piece, buf + done, got) == 0
+                && (got == want || got == left);
+        if (!*same || got < want)
+            break;      /* it differs, or it ended where buf does */
+        done += got;
+    }
+    free(piece);
     return err;
 }
 

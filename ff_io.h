@@ -379,9 +379,21 @@ int ff_pread_full(int fd, char *buf, size_t len, off_t off, size_t eof_at, size_
 #define FF_FUSE_REQUEST ((size_t)128 * 1024)
 #define FF_PAGE ((size_t)4096)
 
-/* A read of more than one FUSE request, retried this many times in all
- * when two reads in a row disagree (see ff_torn_check). */
+/* A read of more than one FUSE request on FUSE: at most this many reads
+ * in all (each read whole checked by the next), when they keep disagreeing */
 #define FF_TORN_TRIES 8
+
+/* The pieces ff_file_matches reads: one FUSE request each wherever its
+ * buffer starts */
+#define FF_MATCH_PIECE (FF_FUSE_REQUEST - FF_PAGE)
+
+/* *same = 1 when fd holds exactly buf[0..len) from offset start and ends
+ * there: pread(2) in FF_MATCH_PIECE pieces into a scratch block, each
+ * compared (no second buffer of the file's size), the last asking a byte
+ * more than is left (so no extra request finds the end). The fd's offset is
+ * left as it is. Returns 0 or an errno. */
+int ff_file_matches(int fd, off_t start, const char *buf, size_t len, int *same,
+                    const struct ff_eintr *intr);
 
 /* 1 when a read of len bytes is one FUSE request wherever its buffer
  * starts (up to 124 KiB and a byte) */

@@ -19,7 +19,6 @@
 
 #include "xs_common.h"
 
-#include <stdlib.h>     /* posix_memalign */
 #include <unistd.h>     /* lseek */
 
 /* "<formatted prefix><$! text>" for err, with "\n" or (without it, croak_sv
@@ -261,31 +260,25 @@ SV *ffxs_read_buffer(pTHX_ size_t cap, int fd, int *on_fuse)
     SV *sv = newSV_type(SVt_PV);
     char *pv;
 
-    /* one request wherever it starts, or not on FUSE: perl's own block
-     * (glibc reuses a freed one; an aligned one it maps afresh each time,
-     * 256 page faults a MiB) */
-    if (!ff_one_request_anywhere(cap) && *on_fuse < 0)
+    /* perl's own block (glibc reuses a freed one: an aligned one it maps
+     * afresh each time, a page fault for each page the read fills) unless
+     * alignment makes the read one FUSE request, on FUSE: above 128 KiB a
+     * read is more than one anyway (untorn checks it) */
+    if (!ff_one_request_anywhere(cap) && cap <= FF_FUSE_REQUEST && *on_fuse < 0)
         *on_fuse = ff_fd_on_fuse(fd);
-    if (ff_one_request_anywhere(cap) || !*on_fuse) {
+    if (ff_one_request_anywhere(cap) || cap > FF_FUSE_REQUEST || !*on_fuse) {
         Newx(pv, cap + 1, char);
         SvPV_set(sv, pv);
         SvLEN_set(sv, cap + 1);
         return sv;
     }
-#if !defined(PERL_TRACK_MEMPOOL) && !defined(MYMALLOC) && !defined(PERL_IMPLICIT_SYS) \
-    && !defined(PERL_DEBUG_READONLY_COW)
     {
-        void *block;
-
-        /* (failing: Newx's block, which says "Out of memory!" as perl does) */
-        if (posix_memalign(&block, FF_PAGE, cap + 1))
-            Newx(block, cap + 1, char);
-        SvPV_set(sv, (char *)block);
-        SvLEN_set(sv, cap + 1);
-    }
-#else
-    {
-        /* sv_chop keeps the offset in the bytes before the new start: a
+        /* perl's block with room to start on a page, the start moved with
+         * sv_chop (OOK): it stays on the heap, which glibc reuses, where
+         * posix_memalign's block is mapped afresh on every call (a page
+         * fault for each page the read fills: 147-224 us a 127 KiB read on
+         * t/fusefs, this 113-116, perl's copy of it on assignment included).
+         * sv_chop keeps the offset in the bytes before the new start: a
          * byte, or a 0 and a STRLEN */
         const size_t room = 1 + sizeof(STRLEN), len = room + FF_PAGE - 1 + cap + 1;
         size_t skip;
@@ -300,7 +293,6 @@ SV *ffxs_read_buffer(pTHX_ size_t cap, int fd, int *on_fuse)
         sv_chop(sv, pv + skip);
         SvCUR_set(sv, 0);
     }
-#endif
     return sv;
 }
 
@@ -392,22 +384,25 @@ SV *ffxs_untorn(pTHX_ SV *content, int fd, int on_fuse, off_t start, size_t max,
             croak_errno(errno, "unable to read %" SVf " - ", SVfARG(S_subject(aTHX_ name)));
         start = end - (off_t)SvCUR(content);
     }
-    for (tries = 2;; tries++) {
+    /* reads in all: the first, each check, each read again */
+    for (tries = 2;; tries += 2) {
         size_t len = SvCUR(content);
-        /* the same size asked as the first read's, so that the same
-         * requests come */
         bool several;
-        SV *again = S_read_on(aTHX_ sv_2mortal(read_buffer(len + 1 < read_limit ? len + 1
-                                                                                 : read_limit,
-                                                           fd, &on_fuse)),
-                              fd, start, len, max, read_limit, name, intr, &several);
+        int same, err = ff_file_matches(fd, start, SvPVX(content), len, &same, intr);
 
-        if (SvCUR(again) == len && memEQ(SvPVX(again), SvPVX(content), len))
+        if (err)
+            croak_errno(err, "unable to read %" SVf " - ", SVfARG(S_subject(aTHX_ name)));
+        if (same)
             break;
-        if (tries == FF_TORN_TRIES)
-            croak_errno(EAGAIN, "unable to read %" SVf " - changed while read, %d times: ",
+        if (tries + 2 > FF_TORN_TRIES)
+            croak_errno(EAGAIN, "unable to read %" SVf " - changed while read, %d reads: ",
                         SVfARG(S_subject(aTHX_ name)), tries);
-        content = again;
+        /* another version came: read it whole (the size asked as for the
+         * first read), then check that one */
+        content = S_read_on(aTHX_ sv_2mortal(read_buffer(len + 1 < read_limit ? len + 1
+                                                                                : read_limit,
+                                                           fd, &on_fuse)),
+                            fd, start, len, max, read_limit, name, intr, &several);
     }
     if (handle && tries > 2 && lseek(fd, start + (off_t)SvCUR(content), SEEK_SET) < 0)
         croak_errno(errno, "unable to read %" SVf " - ", SVfARG(S_subject(aTHX_ name)));

@@ -196,14 +196,13 @@ void ffxs_croak_too_long(pTHX_ SV *name) __attribute__noreturn__;
 #define FF_GROW_START (64 * 1024)
 
 /* A new string (not mortal) with room for cap bytes and a NUL, for reads
- * of fd. Its buffer starts on a page where a read of cap bytes could
- * otherwise take one FUSE request more (an unaligned buffer's first request
- * ends at its 32nd page) and fd is on FUSE: a file of up to 128 KiB is then
- * one request, one version on pmxcfs. *on_fuse: -1 unknown (fstatfs asked
- * when it matters, the answer left there), 0 or 1. Where Safefree is
- * free(3), posix_memalign's block is the string's own; elsewhere
- * (PERL_TRACK_MEMPOOL, perl's malloc) the start is moved with sv_chop
- * (OOK), which perl copies on assignment instead of taking the buffer. */
+ * of fd. Its buffer starts on a page where that makes a read of cap bytes
+ * one FUSE request instead of two (124-128 KiB: an unaligned buffer's first
+ * request ends at its 32nd page) and fd is on FUSE: a file of up to 128 KiB
+ * is then one request, one version on pmxcfs. *on_fuse: -1 unknown (fstatfs asked
+ * when it matters, the answer left there), 0 or 1. The aligned start is
+ * moved there with sv_chop (OOK): perl copies such a string on assignment
+ * (at most 128 KiB, on FUSE only) instead of taking its buffer. */
 SV *ffxs_read_buffer(pTHX_ size_t cap, int fd, int *on_fuse);
 #define read_buffer(cap, fd, on_fuse) ffxs_read_buffer(aTHX_ cap, fd, on_fuse)
 

@@ -443,7 +443,7 @@ always one version, with no extra cost. A read that may take more
 requests (a file of 128 KiB or more, or one that grew while read) is read a
 second time on FUSE (C<fstatfs> tells), and returned only when both reads agree
 byte for byte; when they do not it is read again, 8 reads at most, then
-dies C<unable to read file 'NAME' - changed while read, 8 times:
+dies C<unable to read file 'NAME' - changed while read, 8 reads:
 Resource temporarily unavailable> (C<$!> C<EAGAIN>) rather than return bytes
 that may be torn. That doubles the READ requests of such files on FUSE
 (1 MiB: 18 instead of 10); local filesystems are read once. On one node
@@ -937,7 +937,7 @@ MiB, pmxcfs's limit); the second for C<safe_read_from> without a name.
 Nothing was written. C<$!> is 0, as the reference leaves it. Pass a larger
 C<$max> if the file may be that big.
 
-=item C<unable to read file 'NAME' - changed while read, 8 times: Resource temporarily unavailable>
+=item C<unable to read file 'NAME' - changed while read, 8 reads: Resource temporarily unavailable>
 
 On FUSE (pmxcfs), a file of 128 KiB or more changed during each of 8 reads
 in a row, so no read could be shown to hold one version of it (see
