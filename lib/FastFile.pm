@@ -441,12 +441,15 @@ readers 4.5% at 20 KiB to 86% at 1 MiB. Now a file of up to 128 KiB less one
 byte is one request (the buffer starts on a page, no C<read> of 0), so it is
 always one version, with no extra cost. A read that may take more
 requests (a file of 128 KiB or more, or one that grew while read) is read a
-second time on FUSE (C<fstatfs> tells), and returned only when both reads agree
-byte for byte; when they do not it is read again, 8 reads at most, then
+second time on FUSE (C<fstatfs> tells), in 124 KiB pieces compared with the
+first, and returned only when both reads agree byte for byte; when they do
+not it is read whole again and checked again, 8 reads at most, then
 dies C<unable to read file 'NAME' - changed while read, 8 reads:
 Resource temporarily unavailable> (C<$!> C<EAGAIN>) rather than return bytes
 that may be torn. That doubles the READ requests of such files on FUSE
-(1 MiB: 18 instead of 10); local filesystems are read once. On one node
+(1 MiB: 18 instead of 10, about twice the CPU); local filesystems are read
+once. On FUSE a file of 124 to 128 KiB comes back as an OOK string (its
+start moved to a page), which perl copies when it is assigned. On one node
 (local mode) pmxcfs never tore a read (libfuse keeps a replaced open file);
 what holds for C<file_get_contents> holds for C<safe_read_from> of a
 regular file, C<file_copy>'s source and the comparison of C<if_changed>
