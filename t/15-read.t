@@ -563,13 +563,15 @@ SKIP: {
                         attach => 1, args => [$file]);
     ok($r->{traced} && $r->{ok}, '1 MiB: traced call succeeded') or diag($r->{err}, $r->{stderr});
     my @c = $calls->($r);
-    is($names->($r), 'openat fstat read fstatfs close', '1 MiB: exactly openat, fstat, read, fstatfs, close')
+    # (the portable build cannot tell FUSE: no fstatfs)
+    my $fuse_probe = FastFile::_build_info()->{portable} ? '' : ' fstatfs';
+    is($names->($r), "openat fstat read$fuse_probe close", "1 MiB: exactly openat, fstat, read,$fuse_probe close")
         or diag($show->($r));
     is($c[0] && $c[0]{args}, qq{AT_FDCWD, "$file", O_RDONLY|O_CLOEXEC}, '1 MiB: openat O_RDONLY|O_CLOEXEC');
     like($c[1] ? $c[1]{line} : '', qr/st_size=1048576\b/, '1 MiB: fstat sees the size');
     is($c[2] && $len->($c[2]), $MIB + 1, '1 MiB: one read of 1048577 bytes');
     is($c[2] && $c[2]{ret}, $MIB, '1 MiB: ... which returned 1048576');
-    is($c[4] && $c[4]{ret}, 0, '1 MiB: close returned 0');
+    is($c[-1] && $c[-1]{ret}, 0, '1 MiB: close returned 0');
 
     # up to 124 KiB (a read that is one FUSE request wherever the buffer
     # starts): no fstatfs, four syscalls
