@@ -451,9 +451,14 @@ static SV *S_read_line(pTHX_ int *fd, struct ffxs_path *path, const struct ff_ei
 {
     char block[FF_LINE_BLOCK], *buf = block;
     SV *line = NULL;
-    size_t cap = sizeof block, total = 0, got, size;
-    int err;
+    size_t cap = sizeof block, total, have, got, size;
+    unsigned reads;
+    int err, tries = 0, same;
 
+again:
+    total = have = 0;
+    reads = 0;
+    SETERRNO(0, 0);                 /* (a read again: as for the first) */
     for (;;) {
         char *nl;
 
@@ -462,11 +467,10 @@ static SV *S_read_line(pTHX_ int *fd, struct ffxs_path *path, const struct ff_ei
             SETERRNO(EISDIR, 0);        /* $! as the reference leaves it */
             return NULL;
         }
-        if (err) {
-            ff_close_read(*fd);
-            *fd = -1;
-            croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(path_sv(path)));
-        }
+        if (err)
+            goto fail;
+        /* a read of more than one FUSE request counts as more reads */
+        reads += ff_more_than_one_request(buf + total, cap - total) ? 2 : 1;
         if (got == 0) {
             if (total == 0)
                 return NULL;
@@ -475,6 +479,7 @@ static SV *S_read_line(pTHX_ int *fd, struct ffxs_path *path, const struct ff_ei
         nl = (char *)memchr(buf + total, '\n', got);
         total += got;
         if (nl) {
+            have = total;
             total = (size_t)(nl - buf);          /* chomp: the line without "\n" */
             SETERRNO(ENOTTY, 0);                 /* see file_read_firstline */
             break;
@@ -496,10 +501,40 @@ static SV *S_read_line(pTHX_ int *fd, struct ffxs_path *path, const struct ff_ei
             buf = SvPVX(line);
         }
     }
+    if (!have)
+        have = total;                            /* it ended without "\n" */
+    /* more than one read or request on FUSE (pmxcfs): another version may
+     * have answered the later requests; what was read must agree with a
+     * second read of it (see file_get_contents), else read again from
+     * the start, FF_TORN_TRIES reads in all */
+    if (reads > 1 && ff_fd_on_fuse(*fd)) {
+        err = ff_file_matches(*fd, 0, buf, have, 0, &same, intr);
+        if (err)
+            goto fail;
+        if (!same) {
+            tries += 2;                 /* the read and its check */
+            if (tries + 2 > FF_TORN_TRIES) {
+                ff_close_read(*fd);
+                *fd = -1;
+                croak_errno(EAGAIN, "unable to read file '%" SVf "' - changed while read, %d reads: ",
+                            SVfARG(path_sv(path)), tries);
+            }
+            if (lseek(*fd, 0, SEEK_SET) < 0) {
+                err = errno;
+                goto fail;
+            }
+            goto again;
+        }
+    }
     if (!line)
         return sv_2mortal(newSVpvn(block, total));
     SvCUR_set(line, total);
     return line;
+
+fail:
+    ff_close_read(*fd);
+    *fd = -1;
+    croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(path_sv(path)));
 }
 #define read_line(fd, path, intr) S_read_line(aTHX_ fd, path, intr)
 

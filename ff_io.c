@@ -1416,7 +1416,7 @@ int ff_pread_full(int fd, char *buf, size_t len, off_t off, size_t eof_at, size_
     return err;
 }
 
-int ff_file_matches(int fd, off_t start, const char *buf, size_t len, int *same,
+int ff_file_matches(int fd, off_t start, const char *buf, size_t len, int to_end, int *same,
                     const struct ff_eintr *intr)
 {
     char *piece = malloc(FF_MATCH_PIECE);
@@ -1426,13 +1426,19 @@ int ff_file_matches(int fd, off_t start, const char *buf, size_t len, int *same,
     if (!piece)
         return ENOMEM;
     for (;;) {
-        size_t left = len - done, want = left < FF_MATCH_PIECE ? left + 1 : FF_MATCH_PIECE, got;
+        size_t left = len - done, want = left + (to_end ? 1 : 0), got;
 
+        if (want > FF_MATCH_PIECE)
+            want = FF_MATCH_PIECE;
+        if (want == 0) {
+            *same = 1;  /* the prefix, all compared */
+            break;
+        }
         err = ff_pread_full(fd, piece, want, start + (off_t)done, left, &got, intr);
         *same = !err && got <= left && memcmp(piece, buf + done, got) == 0
                 && (got == want || got == left);
-        if (!*same || got < want)
-            break;      /* it differs, or it ended where buf does */
+        if (!*same || got < want || (!to_end && got == left))
+            break;      /* it differs, it ended where buf does, or buf is done */
         done += got;
     }
     free(piece);

@@ -387,12 +387,12 @@ int ff_pread_full(int fd, char *buf, size_t len, off_t off, size_t eof_at, size_
  * buffer starts */
 #define FF_MATCH_PIECE (FF_FUSE_REQUEST - FF_PAGE)
 
-/* *same = 1 when fd holds exactly buf[0..len) from offset start and ends
- * there: pread(2) in FF_MATCH_PIECE pieces into a scratch block, each
- * compared (no second buffer of the file's size), the last asking a byte
- * more than is left (so no extra request finds the end). The fd's offset is
- * left as it is. Returns 0 or an errno. */
-int ff_file_matches(int fd, off_t start, const char *buf, size_t len, int *same,
+/* *same = 1 when fd holds exactly buf[0..len) from offset start, and (with
+ * to_end) ends there: pread(2) in FF_MATCH_PIECE pieces into a scratch
+ * block, each compared (no second buffer of the file's size), to_end's last
+ * asking a byte more than is left (so no extra request finds the end). The
+ * fd's offset is left as it is. Returns 0 or an errno. */
+int ff_file_matches(int fd, off_t start, const char *buf, size_t len, int to_end, int *same,
                     const struct ff_eintr *intr);
 
 /* 1 when a read of len bytes is one FUSE request wherever its buffer

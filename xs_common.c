@@ -388,7 +388,7 @@ SV *ffxs_untorn(pTHX_ SV *content, int fd, int on_fuse, off_t start, size_t max,
     for (tries = 2;; tries += 2) {
         size_t len = SvCUR(content);
         bool several;
-        int same, err = ff_file_matches(fd, start, SvPVX(content), len, &same, intr);
+        int same, err = ff_file_matches(fd, start, SvPVX(content), len, 1, &same, intr);
 
         if (err)
             croak_errno(err, "unable to read %" SVf " - ", SVfARG(S_subject(aTHX_ name)));

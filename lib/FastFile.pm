@@ -454,9 +454,13 @@ start moved to a page), which perl copies when it is assigned. On one node
 what holds for C<file_get_contents> holds for C<safe_read_from> of a
 regular file, C<file_copy>'s source and the comparison of C<if_changed>
 (which writes unless two reads agree that the file holds the data already).
-C<file_read_firstline> and C<file_read_last_line> read one block (8 KiB,
-64 KiB): one request, one version, for a first line shorter than 8 KiB and a
-last line shorter than 64 KiB. Under taint mode (C<-T>) the
+C<file_read_firstline> reads one 8 KiB block (one request) for a first line
+shorter than that, and checks a longer one the same way; C<file_read_last_line>
+reads one 64 KiB block: one request, one version, for a last line shorter than
+that (a longer one is not checked). The check compares two reads: a file that
+changes back to an earlier version while it is read twice (A, B, A, B at
+the same points of both reads) could pass it; a file that moves forward
+(A, then B) cannot. Under taint mode (C<-T>) the
 result is tainted, like C<sysread>'s. C<$!> is 0 after a successful read, as
 the reference leaves it.
 

@@ -633,7 +633,11 @@ SKIP: {
     my $bytes = 0;
     $bytes += $_->{ret} for @reads;
     cmp_ok($bytes, '<', 100000, "firstline, 20000-byte line: read $bytes bytes, not the whole file");
-    is($names->($r), join(' ', 'openat', ('read') x @reads, 'close'), 'firstline, 20000-byte line: only openat, reads, close');
+    # more than one read: the fstatfs that asks whether it is on FUSE (where
+    # the line read is checked by a second read of it, t/78)
+    my $probe = FastFile::_build_info()->{portable} ? () : 'fstatfs';
+    is($names->($r), join(' ', 'openat', ('read') x @reads, $probe // (), 'close'),
+       'firstline, 20000-byte line: only openat, reads, fstatfs, close');
 
     # faults on read: EIO croaks (and the fd is closed), EINTR is retried
     my $ten = "$dir/traced-ten";

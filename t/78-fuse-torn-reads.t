@@ -128,6 +128,26 @@ for my $kib (1, 100, 127, 128, 200, 1024) {
 }
 note("$cases reads, $swapped with a swap during the read");
 
+# file_read_firstline of a first line longer than its 8 KiB block: reads
+# of 8, 16, 32 KiB ... at every request boundary, one version's line
+for my $kib (20, 200, 1024) {
+    my ($old, $new) = map { (version_of($kib * $KIB, $_) =~ tr/\n/ /r) . "\nrest\n" } 1, 2;
+    file_set_contents("$mnt/$_->[0]", $_->[1]) for [ old => $old ], [ next => $new ], [ f => $old ];
+    my %whole = map { local_result('file_read_firstline', $_) => 1 } $old, $new;
+    my @bad;
+    for (my $n = 1; $n <= 64; $n++) {
+        $fs->swap('/f', 0, '/old');
+        $fs->swap('/f', $n, '/next');
+        my $got = run_reader('file_read_firstline', "$mnt/f");
+        my $c = $fs->counters;
+        $fs->unswap;
+        push @bad, "after request $n: " . length($got) . " bytes" unless $whole{$got};
+        last if $c->{swap_pending};
+    }
+    ok(!@bad, "$kib KiB first line, file_read_firstline: one version's line at every request boundary")
+        or diag(join "\n", @bad);
+}
+
 # if_changed's comparison of the target: a torn read that happens to equal
 # the data must not leave the file as it is when it holds something else.
 # The new version differs from the old in its first line and its last: a
@@ -185,6 +205,22 @@ for my $kib (200, 1024) {
     # stopping at its first piece that differs (with a new version every
     # 5 requests: deterministic)
     is($c->{read_requests}, 40, 'changing during every read: 4 reads of 9 requests, 4 checks cut short');
+}
+
+# the same for file_read_firstline of a long first line (more than one
+# read): four reads and their checks, then the error
+{
+    my ($old, $new) = map { (version_of(1024 * $KIB, $_) =~ tr/\n/ /r) . "\n" } 1, 2;
+    file_set_contents("$mnt/f", $old);
+    file_set_contents("$mnt/next", $new);
+    $fs->flip('/f', 5, '/next');
+    my $got = eval { file_read_firstline("$mnt/f") };
+    my ($err, $errno) = ($@, $! + 0);
+    $fs->unswap;
+    ok(!defined $got, 'file_read_firstline, changing during every read: no result');
+    like($err, qr/\Aunable to read file '\Q$mnt\E\/f' - changed while read, 8 reads: /,
+         'file_read_firstline, changing during every read: an error that says so');
+    is($errno, POSIX::EAGAIN(), 'file_read_firstline, changing during every read: $! EAGAIN');
 }
 
 ok($fs->unmount, 'unmounted');
