@@ -458,7 +458,6 @@ static SV *S_read_line(pTHX_ int *fd, struct ffxs_path *path, const struct ff_ei
 again:
     total = have = 0;
     reads = 0;
-    SETERRNO(0, 0);                 /* (a read again: as for the first) */
     for (;;) {
         char *nl;
 
@@ -523,6 +522,7 @@ again:
                 err = errno;
                 goto fail;
             }
+            SETERRNO(0, 0);             /* as for the first read */
             goto again;
         }
     }
