@@ -63,6 +63,7 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
     struct ff_eintr intr = { ffxs_on_eintr, &guard, FFXS_PENDING };
     size_t max, limit, size, total = 0, cap = 0, pending = 0;
     char *buf = NULL;
+    struct ff_reread reread = { NULL, 0 };
     int in = -1, err;
     struct ffxs_path dst_name;               /* dst_path, as start_write takes it */
     char suffix[FF_PID_SUFFIX_MAX];          /* ".tmp.<pid>" */
@@ -101,11 +102,13 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
     max = max_arg(max_sv, op);
     limit = max + 1;
     close_read_at_leave(&in);
-    err = safe_path(src_path, op)
-              ? ff_open_read(SvPVX(src_path), &in, &intr) : ENOENT;
+    reread.path = SvPVX(src_path);
+    err = safe_path(src_path, op) ? ff_open_read(&reread, &in, &intr) : ENOENT;
     if (err)
         croak_errno(err, "can't open '%" SVf "' - ", SVfARG(src_path));
-    err = ff_size_hint(in, &size, &intr);
+    do                  /* again with the new file, if a writer replaced it */
+        err = ff_size_hint(in, &size, &intr);
+    while (err && ff_read_again(&reread, &in, err, &intr));
     if (err)
         croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(src_path));
     /* fstat's size is only a hint (sysfs says 4096 whatever a file holds):
@@ -132,7 +135,7 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
     if (opt.if_changed || force_utf8) {
         /* the bytes themselves are needed: compared with the target, or
          * encoded (a private string, never the caller's) */
-        SV *content = read_to_end(in, size, max, limit, src_path, &intr);
+        SV *content = read_to_end(&in, size, max, limit, src_path, &reread, &intr);
         const char *bytes;
         STRLEN len;
 
@@ -160,7 +163,9 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
             size_t got;
 
             buf = S_copy_block(aTHX_ size, limit, &cap);
-            err = ff_read_some(in, buf, cap, &got, &intr);
+            do
+                err = ff_read_some(in, buf, cap, &got, &intr);
+            while (err && ff_read_again(&reread, &in, err, &intr));
             if (err)
                 croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(src_path));
             if (got > max)
@@ -181,7 +186,15 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
 
             if (!buf)
                 buf = S_copy_block(aTHX_ size, limit, &cap);
-            err = ff_copy_rw(in, a->fd, buf, cap, pending, limit, &total, &side, &intr);
+            while ((err = ff_copy_rw(in, a->fd, buf, cap, pending, limit, &total, &side, &intr))
+                   && side == FF_COPY_READ && ff_read_again(&reread, &in, err, &intr)) {
+                /* a writer replaced the source: the new one from its start,
+                 * into the temp emptied */
+                side = FF_COPY_WRITE;
+                if ((err = ff_copy_restart(a->fd, &intr)))
+                    break;
+                total = pending = 0;
+            }
             if (err)
                 S_croak_copy(aTHX_ a, err, side, src_path, dst_path);
         }
@@ -285,8 +298,8 @@ SV *ffxs_read_regular(pTHX_ SV *fh, SV *max_sv, SV *name, bool *done)
     SvCUR_set(content, got);
     *done = got == 0;
     if (got == FF_SYSREAD_BLOCK && PerlLIO_fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-        content = read_on(content, fd, st.st_size > 0 ? (size_t)st.st_size : 0, max, limit,
-                          handle.name, &intr);
+        content = read_on(content, &fd, st.st_size > 0 ? (size_t)st.st_size : 0, max, limit,
+                          handle.name, NULL, &intr);     /* the caller's fd: not reopened */
         *done = TRUE;
     }
     *SvEND(content) = '\0';
