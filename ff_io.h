@@ -364,12 +364,14 @@ struct ff_reread {
 };
 
 /* Retries after the first failure, and the first pause (before the second
- * retry; the first is made at once), doubled each time: 8 retries wait at
- * most 0.1 + 0.2 + ... + 6.4 = 12.7 ms in all. On t/fusefs' pmxcfs mode
- * (2 cores, load 2-12) a replace's window closed within 6 retries (3.1 ms
- * of pauses); the rest is room for a busier host, where the writer that
- * must finish its rename waits for a CPU (bench/results.md). */
-#define FF_REREAD_TRIES 8
+ * retry; the first is made at once), doubled each time: 10 retries wait at
+ * most 0.1 + 0.2 + ... + 25.6 = 51.1 ms in all. On t/fusefs' pmxcfs mode
+ * (2 cores, load 2-12) most windows closed at the first retry, the longest
+ * seen at the 8th (6.3-12.7 ms of pauses), and a budget of 8 failed once
+ * in ~60,000 reads: the writer that must finish its rename waits for a CPU
+ * there. Only a name that exists (or ESTALE) is retried so long: a missing
+ * file fails at once. */
+#define FF_REREAD_TRIES 10
 #define FF_REREAD_PAUSE_NS 100000L
 
 /* open(2) r->path read-only, EINTR retried, a concurrent replace's ENOENT
