@@ -1319,9 +1319,9 @@ FF_HOT int ff_atomic_temp_ours(struct ff_atomic *a, int dirfd, const char *name)
  * when a second lookup finds the name, so a missing file fails after that
  * one statx, at once. The lookup takes the attributes the kernel has
  * (AT_STATX_DONT_SYNC): in the window the kernel still holds the old
- * file's entry, and a GETATTR of it would get the server's ENOENT too. Bounded: FF_REREAD_TRIES tries in all, the first
- * at once, then after pauses that double from FF_REREAD_PAUSE_NS, so
- * FF_REREAD_TRIES tries fit in a few milliseconds. The pause runs pending
+ * file's entry, and a GETATTR of it would get the server's ENOENT too.
+ * Bounded by FF_REREAD_TRIES (ff_io.h): the first retry at once, then
+ * after pauses that double from FF_REREAD_PAUSE_NS. A pause runs pending
  * signal handlers on EINTR (they may die: the caller's fd is closed by
  * then). Nothing of this runs unless a call failed. */
 static int reread(struct ff_reread *r, int err, int opening, const struct ff_eintr *intr)

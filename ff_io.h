@@ -375,7 +375,7 @@ struct ff_reread {
 #define FF_REREAD_PAUSE_NS 100000L
 
 /* open(2) r->path read-only, EINTR retried, a concurrent replace's ENOENT
- * or ESTALE retried (a missing file fails with ENOENT after one stat). */
+ * or ESTALE retried (a missing file fails with ENOENT after one statx). */
 int ff_open_read(struct ff_reread *r, int *fd, const struct ff_eintr *intr);
 
 /* After a read (read, pread, lseek, fstat) of *fd, r->path open, failed with
