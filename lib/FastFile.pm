@@ -561,8 +561,8 @@ it has dropped. The reference's readers then die (C<can't open 'FILE' - No
 such file or directory>; on pmxcfs up to 42% of reads against a writer that
 replaces the file in a loop). FastFile's readers retry those two errors and
 start over with the new file (what they had read of the old one is
-dropped): once at once, then after pauses that double from 0.1 ms, 10 retries
-at most (51 ms of pauses), after which the error stands. A file that does not exist
+dropped): the first retry at once, then after pauses that double from
+0.1 ms, 10 retries at most (51 ms of pauses), after which the error stands. A file that does not exist
 still fails at once, with the reference's text and C<$!>: after the failed
 C<open>, one C<statx> from the kernel's cache tells a missing name from a
 replaced file. A read that succeeds makes no syscall more. C<safe_read_from>
