@@ -2,7 +2,7 @@ package ReplaceRace;
 
 # A writer that replaces a file in a loop (file_set_contents: a temp, then
 # rename over it) against readers, each in a process of its own, for a
-# while: what every reader got, counted. t/78-read-while-replaced.t and
+# while: what every reader got, counted. t/79-read-while-replaced.t and
 # bench/replace-race.pl run it.
 #
 #   use ReplaceRace;

@@ -24,7 +24,7 @@ use ReplaceRace;
 use FastFile qw(file_set_contents file_get_contents file_read_firstline
                 file_read_last_line file_copy);
 
-local $SIG{ALRM} = sub { die "t/78-read-while-replaced.t: watchdog: took more than 120 s\n" };
+local $SIG{ALRM} = sub { die "t/79-read-while-replaced.t: watchdog: took more than 120 s\n" };
 alarm 120;
 
 my $local = tempdir();          # ext4 here (the root fs), where copies go
