@@ -253,20 +253,19 @@ void ffxs_croak_too_long(pTHX_ SV *name)
     croak_sv(msg);
 }
 
-SV *ffxs_read_to_end(pTHX_ int *fd, size_t size, size_t max, size_t read_limit, SV *name,
-                     struct ff_reread *reread, const struct ff_eintr *intr)
+SV *ffxs_read_to_end(pTHX_ int fd, size_t size, size_t max, size_t read_limit, SV *name,
+                     const struct ff_eintr *intr)
 {
     /* the buffer read_on asks for, at once (read_limit > max >= 0) */
     size_t cap = size ? size + 1 : FF_GROW_START;
 
     if (cap > read_limit)
         cap = read_limit;
-    return ffxs_read_on(aTHX_ sv_2mortal(newSV(cap)), fd, size, max, read_limit, name, reread,
-                        intr);
+    return ffxs_read_on(aTHX_ sv_2mortal(newSV(cap)), fd, size, max, read_limit, name, intr);
 }
 
-SV *ffxs_read_on(pTHX_ SV *content, int *fd, size_t size, size_t max, size_t read_limit, SV *name,
-                 struct ff_reread *reread, const struct ff_eintr *intr)
+SV *ffxs_read_on(pTHX_ SV *content, int fd, size_t size, size_t max, size_t read_limit, SV *name,
+                 const struct ff_eintr *intr)
 {
     /* one read of the whole file plus a byte that would show it grew */
     size_t total = SvCUR(content), cap = size ? size + 1 : FF_GROW_START, got;
@@ -277,12 +276,8 @@ SV *ffxs_read_on(pTHX_ SV *content, int *fd, size_t size, size_t max, size_t rea
         cap = read_limit;
     SvGROW(content, cap + 1);
     for (;;) {
-        int err = ff_read_full(*fd, SvPVX(content) + total, cap - total, &got, intr);
+        int err = ff_read_full(fd, SvPVX(content) + total, cap - total, &got, intr);
 
-        if (err && reread && ff_read_again(reread, fd, err, intr)) {
-            total = 0;          /* the new file, from its start */
-            continue;
-        }
         if (err)
             croak_errno(err, "unable to read %" SVf " - ", SVfARG(S_subject(aTHX_ name)));
         total += got;

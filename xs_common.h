@@ -195,23 +195,21 @@ void ffxs_croak_too_long(pTHX_ SV *name) __attribute__noreturn__;
 /* The first read's size for files whose size fstat can't tell */
 #define FF_GROW_START (64 * 1024)
 
-/* The rest of *fd as a new mortal byte string (tainted under -T): one read
+/* The rest of fd as a new mortal byte string (tainted under -T): one read
  * of size + 1 bytes (size: fstat's hint, 0 when unknown), growing for a
  * file longer than that, never reading past read_limit bytes (> max).
  * Croaks "unable to read file '<name>' - $!" ("unable to read input - ")
- * on a read error, croak_too_long once more than max bytes are read. With
- * reread (the file *fd was opened from: ff_open_read) a read that a
- * concurrent replace failed starts over with the new file (ff_read_again). */
-SV *ffxs_read_to_end(pTHX_ int *fd, size_t size, size_t max, size_t read_limit, SV *name,
-                     struct ff_reread *reread, const struct ff_eintr *intr);
-#define read_to_end(fd, size, max, read_limit, name, reread, intr) \
-    ffxs_read_to_end(aTHX_ fd, size, max, read_limit, name, reread, intr)
+ * on a read error, croak_too_long once more than max bytes are read. */
+SV *ffxs_read_to_end(pTHX_ int fd, size_t size, size_t max, size_t read_limit, SV *name,
+                     const struct ff_eintr *intr);
+#define read_to_end(fd, size, max, read_limit, name, intr) \
+    ffxs_read_to_end(aTHX_ fd, size, max, read_limit, name, intr)
 /* The same, appending to content (a string that holds what was read
  * before, counted in the total), and returning it. */
-SV *ffxs_read_on(pTHX_ SV *content, int *fd, size_t size, size_t max, size_t read_limit, SV *name,
-                 struct ff_reread *reread, const struct ff_eintr *intr);
-#define read_on(content, fd, size, max, read_limit, name, reread, intr) \
-    ffxs_read_on(aTHX_ content, fd, size, max, read_limit, name, reread, intr)
+SV *ffxs_read_on(pTHX_ SV *content, int fd, size_t size, size_t max, size_t read_limit, SV *name,
+                 const struct ff_eintr *intr);
+#define read_on(content, fd, size, max, read_limit, name, intr) \
+    ffxs_read_on(aTHX_ content, fd, size, max, read_limit, name, intr)
 
 /* Close *fd (an fd that is only read; -1: none) when the current scope is
  * left, by return or croak. */

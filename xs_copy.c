@@ -135,7 +135,7 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
     if (opt.if_changed || force_utf8) {
         /* the bytes themselves are needed: compared with the target, or
          * encoded (a private string, never the caller's) */
-        SV *content = read_to_end(&in, size, max, limit, src_path, &reread, &intr);
+        SV *content = read_to_end(in, size, max, limit, src_path, &intr);
         const char *bytes;
         STRLEN len;
 
@@ -298,8 +298,8 @@ SV *ffxs_read_regular(pTHX_ SV *fh, SV *max_sv, SV *name, bool *done)
     SvCUR_set(content, got);
     *done = got == 0;
     if (got == FF_SYSREAD_BLOCK && PerlLIO_fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-        content = read_on(content, &fd, st.st_size > 0 ? (size_t)st.st_size : 0, max, limit,
-                          handle.name, NULL, &intr);     /* the caller's fd: not reopened */
+        content = read_on(content, fd, st.st_size > 0 ? (size_t)st.st_size : 0, max, limit,
+                          handle.name, &intr);
         *done = TRUE;
     }
     *SvEND(content) = '\0';

@@ -567,7 +567,8 @@ still fails at once, with the reference's text and C<$!>: after the failed
 C<open>, one C<statx> from the kernel's cache tells a missing name from a
 replaced file. A read that succeeds makes no syscall more. C<safe_read_from>
 reads a handle its caller opened, which it cannot open again: its reads are
-not retried. Measured on t/fusefs' pmxcfs mode in F<bench/results.md>
+not retried; neither is C<file_copy>'s read of its source with C<if_changed>
+or C<utf8> (its open is). Measured on t/fusefs' pmxcfs mode in F<bench/results.md>
 (failed reads per 10,000 against a replacing writer).
 
 =head2 tempfile
