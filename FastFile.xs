@@ -260,6 +260,7 @@ static SV *S_file_get_contents(pTHX_ SV *filename, SV *max_arg)
     struct ff_eintr intr = { ffxs_on_eintr, &guard, FFXS_PENDING };
     struct ffxs_path path;
     char name_buf[FF_NAME_BUF];         /* a plain name's snapshot */
+    struct ff_reread reread = { NULL, 0 };
     int fd = -1, err, on_fuse = -1;
     /* this function's own scope, without ENTER (see file_set_contents).
      * fd is closed here before each croak and the return; only where a
@@ -291,14 +292,18 @@ static SV *S_file_get_contents(pTHX_ SV *filename, SV *max_arg)
     max = max_arg ? max_arg(max_arg, op) : FF_DEFAULT_MAX;
 
     guard.unwind_fd = &fd;
+    reread.path = path.pv;
     err = !memchr(path.pv, '\0', path.len) || safe_path(path_sv(&path), op)
-              ? ff_open_read(path.pv, &fd, &intr) : ENOENT;   /* as open: whatever a
+              ? ff_open_read(&reread, &fd, &intr) : ENOENT;   /* as open: whatever a
                                                                * warning handler did */
     if (err)
         croak_errno(err, "can't open '%" SVf "' - ", SVfARG(path_sv(&path)));   /* (no fd) */
+again:      /* fd is the file a writer put in place of the one open before */
     /* fstat's size is only a hint: "too long" is decided on the bytes read
      * (sysfs files say 4096 whatever they hold) */
     err = ff_size_hint(fd, &size, &intr);
+    if (err && ff_read_again(&reread, &fd, err, &intr))
+        goto again;
     if (err) {
         CLOSE_FD();
         croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(path_sv(&path)));
@@ -311,6 +316,10 @@ static SV *S_file_get_contents(pTHX_ SV *filename, SV *max_arg)
     content = sv_2mortal(read_buffer(cap, fd, &on_fuse));
     for (;;) {
         err = ff_read_full(fd, SvPVX(content) + total, cap - total, size, &got, &intr);
+        if (err && ff_read_again(&reread, &fd, err, &intr)) {
+            total = 0;          /* the new file, from its start */
+            goto again;
+        }
         if (err) {
             CLOSE_FD();
             croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(path_sv(&path)));
@@ -376,7 +385,8 @@ static size_t record_end(SV *rs, const char *sep, STRLEN sep_len, const char *bu
  * string), chomped: what the reference's <$fh> + chomp give (no chomp for
  * a record "0": its `chomp $res if $res`). $/ is taken once, on entry: a
  * signal handler that assigns to it frees the SV perl keeps it in. */
-static SV *S_read_record(pTHX_ int fd, SV *path, const struct ff_eintr *intr)
+static SV *S_read_record(pTHX_ int *fd, SV *path, struct ff_reread *reread,
+                         const struct ff_eintr *intr)
 {
     SV *rs = sv_mortalcopy_flags(PL_rs, 0), *line, *sep_sv = NULL;
     const char *sep = NULL;
@@ -399,7 +409,11 @@ static SV *S_read_record(pTHX_ int fd, SV *path, const struct ff_eintr *intr)
     for (;;) {
         size_t scanned = total;
 
-        err = ff_read_some(fd, SvPVX(line) + total, cap - total, &got, intr);
+        err = ff_read_some(*fd, SvPVX(line) + total, cap - total, &got, intr);
+        if (err && ff_read_again(reread, fd, err, intr)) {
+            total = begin = 0;  /* the new file, from its start */
+            continue;
+        }
         if (err == EISDIR) {
             SETERRNO(EISDIR, 0);        /* $! as the reference leaves it */
             return NULL;
@@ -440,14 +454,15 @@ static SV *S_read_record(pTHX_ int fd, SV *path, const struct ff_eintr *intr)
     SvCUR_set(line, end - begin);
     return line;
 }
-#define read_record(fd, path, intr) S_read_record(aTHX_ fd, path, intr)
+#define read_record(fd, path, reread, intr) S_read_record(aTHX_ fd, path, reread, intr)
 
 /* The first line of *fd without its "\n" (the default $/, the fast path):
  * read into a block on the stack, the line copied into an SV of its own
  * length (no 8 KiB buffer handed to the caller's variable for a short
  * line); a line longer than the block goes on in an SV that grows. NULL
  * for an empty file. On a read error *fd is closed before the croak. */
-static SV *S_read_line(pTHX_ int *fd, struct ffxs_path *path, const struct ff_eintr *intr)
+static SV *S_read_line(pTHX_ int *fd, struct ffxs_path *path, struct ff_reread *reread,
+                       const struct ff_eintr *intr)
 {
     char block[FF_LINE_BLOCK], *buf = block;
     SV *line = NULL;
@@ -462,6 +477,10 @@ again:
         char *nl;
 
         err = ff_read_some(*fd, buf + total, cap - total, &got, intr);
+        if (err && ff_read_again(reread, fd, err, intr)) {
+            total = 0;          /* the new file, from its start */
+            continue;
+        }
         if (err == EISDIR) {
             SETERRNO(EISDIR, 0);        /* $! as the reference leaves it */
             return NULL;
@@ -536,7 +555,7 @@ fail:
     *fd = -1;
     croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(path_sv(path)));
 }
-#define read_line(fd, path, intr) S_read_line(aTHX_ fd, path, intr)
+#define read_line(fd, path, reread, intr) S_read_line(aTHX_ fd, path, reread, intr)
 
 static SV *S_file_read_firstline(pTHX_ SV *filename)
 {
@@ -547,6 +566,7 @@ static SV *S_file_read_firstline(pTHX_ SV *filename)
     struct ff_eintr intr = { ffxs_on_eintr, &guard, FFXS_PENDING };
     struct ffxs_path path;
     char name_buf[FF_NAME_BUF];         /* a plain name's snapshot */
+    struct ff_reread reread = { NULL, 0 };
     bool named = FALSE;
     int fd = -1, err;
     /* this function's own scope, without ENTER (see file_get_contents): fd
@@ -582,8 +602,9 @@ static SV *S_file_read_firstline(pTHX_ SV *filename)
     }
 
     guard.unwind_fd = &fd;
+    reread.path = path.pv;
     err = !memchr(path.pv, '\0', path.len) || safe_path(path_sv(&path), op)
-              ? ff_open_read(path.pv, &fd, &intr) : ENOENT;   /* as open: whatever a
+              ? ff_open_read(&reread, &fd, &intr) : ENOENT;   /* as open: whatever a
                                                                * warning handler did */
     if (err == ENOENT) {
         LEAVE_SCOPE(saved_ix);
@@ -600,10 +621,10 @@ static SV *S_file_read_firstline(pTHX_ SV *filename)
      * end of the file, 0 when the read reached it; the readers set it. */
     SETERRNO(0, 0);
     if (SvPOK(PL_rs) && SvCUR(PL_rs) == 1 && *SvPVX(PL_rs) == '\n') {
-        line = read_line(&fd, &path, &intr);
+        line = read_line(&fd, &path, &reread, &intr);
     } else {
         close_read_at_leave(&fd);
-        line = read_record(fd, path_sv(&path), &intr);
+        line = read_record(&fd, path_sv(&path), &reread, &intr);
     }
     err = errno;
     ff_close_read(fd);

@@ -179,7 +179,9 @@ static inline int ff_on_fuse(int fd)
 #define ff_on_fuse(fd) ((void)(fd), 0)
 #endif
 
-/* The lstat file type (S_IFMT bits) of name in dirfd. Linux: statx with
+/* The lstat file type (S_IFMT bits) of name in dirfd (ff_stat_type with
+ * flags AT_SYMLINK_NOFOLLOW; with 0 the stat type, symlinks followed).
+ * Linux: statx with
  * AT_STATX_DONT_SYNC, which answers from the kernel's cache where it has
  * the entry: a FUSE or NFS server is asked nothing (fstatat sends a
  * GETATTR, the attributes being stale after every write). A file's type
@@ -196,14 +198,13 @@ static inline int ff_on_fuse(int fd)
 #else
 #define FF_HAVE_STATX 0
 #endif
-static inline int ff_lstat_type(int dirfd, const char *name, mode_t *type)
+static inline int ff_stat_type(int dirfd, const char *name, int flags, mode_t *type)
 {
     struct stat st;
 #if FF_HAVE_STATX
     struct statx stx;
 
-    if (statx(dirfd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC, STATX_TYPE,
-              &stx) == 0) {
+    if (statx(dirfd, name, flags | AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) == 0) {
         if (stx.stx_mask & STATX_TYPE) {
             *type = stx.stx_mode & S_IFMT;
             return 0;
@@ -212,11 +213,12 @@ static inline int ff_lstat_type(int dirfd, const char *name, mode_t *type)
         return -1;              /* EINVAL: glibc's own fallback refuses the flag */
     }
 #endif
-    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    if (fstatat(dirfd, name, &st, flags) < 0)
         return -1;
     *type = st.st_mode & S_IFMT;
     return 0;
 }
+#define ff_lstat_type(dirfd, name, type) ff_stat_type(dirfd, name, AT_SYMLINK_NOFOLLOW, type)
 
 /* preserve's POSIX access ACL, which Linux keeps in an xattr. Fallback:
  * none read (ENOTSUP), so none is set or removed: the mode alone is kept. */

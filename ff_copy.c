@@ -83,6 +83,16 @@ int ff_copy_rw(int in, int out, char *buf, size_t cap, size_t pending, size_t li
     }
 }
 
+int ff_copy_restart(int out, const struct ff_eintr *intr)
+{
+    int err;
+
+    FF_SYSCALL(err, intr, ftruncate(out, 0));
+    if (!err && lseek(out, 0, SEEK_SET) < 0)
+        err = errno;
+    return err;
+}
+
 int ff_byte_at(int fd, size_t off, const struct ff_eintr *intr)
 {
     char byte;

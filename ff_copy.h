@@ -40,6 +40,10 @@ int ff_copy_rw(int in, int out, char *buf, size_t cap, size_t pending, size_t li
                size_t eof_at, size_t *copied, enum ff_copy_side *side,
                const struct ff_eintr *intr);
 
+/* Empty out (truncate to 0, offset 0): a copy that starts over. 0 or the
+ * errno. */
+int ff_copy_restart(int out, const struct ff_eintr *intr);
+
 /* 1 when fd holds a byte at offset off (one pread; fd's offset is left
  * as it is), 0 when it does not or cannot tell: fstat's size is only a
  * hint (sysfs says 4096 whatever a file holds), this byte is a fact. */

@@ -1333,12 +1333,66 @@ FF_HOT int ff_atomic_temp_ours(struct ff_atomic *a, int dirfd, const char *name)
     return ESTALE;
 }
 
-int ff_open_read(const char *path, int *fd, const struct ff_eintr *intr)
+/* Whether a reader of r->path should start over after err (from its open
+ * when opening, else from a read or fstat of the fd it had open): a
+ * writer replaced the file meanwhile. Only ESTALE and ENOENT can mean that:
+ * a FUSE server that dropped the old node answers an OPEN or READ that was
+ * on its way with one of them (pmxcfs with ENOENT, libfuse with hard_remove
+ * ESTALE), and the kernel retries neither from the start of the path. An
+ * ENOENT from open is also what a missing file gets: it is retried only
+ * when a second lookup finds the name, so a missing file fails after that
+ * one statx, at once. The lookup takes the attributes the kernel has
+ * (AT_STATX_DONT_SYNC): in the window the kernel still holds the old
+ * file's entry, and a GETATTR of it would get the server's ENOENT too.
+ * Bounded by FF_REREAD_TRIES (ff_io.h): the first retry at once, then
+ * after pauses that double from FF_REREAD_PAUSE_NS. A pause runs pending
+ * signal handlers on EINTR (they may die: the caller's fd is closed by
+ * then). Nothing of this runs unless a call failed. */
+static int reread(struct ff_reread *r, int err, int opening, const struct ff_eintr *intr)
+{
+    struct timespec pause;
+    mode_t type;
+    long ns;
+    int serr;
+
+    if ((err != ENOENT && err != ESTALE) || r->tries >= FF_REREAD_TRIES)
+        return 0;
+    if (err == ENOENT && opening) {
+        FF_SYSCALL(serr, intr, ff_stat_type(AT_FDCWD, r->path, 0, &type));
+        if (serr)
+            return 0;           /* no such name: the file is missing */
+    }
+    if (r->tries) {
+        ns = FF_REREAD_PAUSE_NS << (r->tries - 1);
+        pause.tv_sec = ns / 1000000000L;
+        pause.tv_nsec = ns % 1000000000L;
+        FF_SYSCALL(serr, intr, nanosleep(&pause, &pause));
+    }
+    r->tries++;
+    return 1;
+}
+
+int ff_open_read(struct ff_reread *r, int *fd, const struct ff_eintr *intr)
 {
     int err;
 
-    FF_SYSCALL(err, intr, *fd = open(path, O_RDONLY | O_CLOEXEC));
+    do
+        FF_SYSCALL(err, intr, *fd = open(r->path, O_RDONLY | O_CLOEXEC));
+    while (err && reread(r, err, 1, intr));
     return err;
+}
+
+int ff_read_again(struct ff_reread *r, int *fd, int err, const struct ff_eintr *intr)
+{
+    if (err != ENOENT && err != ESTALE)
+        return 0;               /* (the usual error: nothing to decide) */
+    ff_close_read(*fd);
+    *fd = -1;
+    if (!reread(r, err, 0, intr) || ff_open_read(r, fd, intr)) {
+        *fd = -1;
+        return 0;               /* err stands: the file is gone, or still failing */
+    }
+    return 1;
 }
 
 int ff_size_hint(int fd, size_t *size, const struct ff_eintr *intr)

@@ -348,8 +348,41 @@ void ff_wbuf_free(struct ff_wbuf *b);
 
 /* Reading. */
 
-/* open(2) read-only, EINTR retried. */
-int ff_open_read(const char *path, int *fd, const struct ff_eintr *intr);
+/* A reader of a file that a writer may replace meanwhile (temp + rename,
+ * as file_set_contents does): on FUSE (pmxcfs) the open, or a read of
+ * the file that was open, can then fail with ENOENT or ESTALE although a
+ * file of that name exists at every moment. Every reader opens with
+ * ff_open_read and, when a read (or fstat) of its fd fails, asks
+ * ff_read_again: both retry such a failure, within one budget of
+ * FF_REREAD_TRIES tries a call (see reread in ff_io.c), and cost nothing
+ * until a call fails. A reader that starts over reads the new file from
+ * its start: it never mixes two versions. Set up per call:
+ *   struct ff_reread r = { path, 0 }; */
+struct ff_reread {
+    const char *path;
+    unsigned tries;         /* retries made so far */
+};
+
+/* Retries after the first failure, and the first pause (before the second
+ * retry; the first is made at once), doubled each time: 10 retries wait at
+ * most 0.1 + 0.2 + ... + 25.6 = 51.1 ms in all. On t/fusefs' pmxcfs mode
+ * (2 cores, load 2-12) most windows closed at the first retry, the longest
+ * seen at the 8th (6.3-12.7 ms of pauses), and a budget of 8 failed once
+ * in ~60,000 reads: the writer that must finish its rename waits for a CPU
+ * there. Only a name that exists (or ESTALE) is retried so long: a missing
+ * file fails at once. */
+#define FF_REREAD_TRIES 10
+#define FF_REREAD_PAUSE_NS 100000L
+
+/* open(2) r->path read-only, EINTR retried, a concurrent replace's ENOENT
+ * or ESTALE retried (a missing file fails with ENOENT after one statx). */
+int ff_open_read(struct ff_reread *r, int *fd, const struct ff_eintr *intr);
+
+/* After a read (read, pread, lseek, fstat) of *fd, r->path open, failed with
+ * err: 1 when it was a concurrent replace's failure and *fd is now the new
+ * file, open afresh: read it from its start. 0 when err stands: *fd is as
+ * it was for any other errno, else closed (-1). */
+int ff_read_again(struct ff_reread *r, int *fd, int err, const struct ff_eintr *intr);
 
 /* The size fstat(2) reports when it can be trusted as a first guess (a
  * regular file), else 0: /proc, pipes and the like say nothing useful. */

@@ -63,6 +63,7 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
     struct ff_eintr intr = { ffxs_on_eintr, &guard, FFXS_PENDING };
     size_t max, limit, size, total = 0, cap = 0, pending = 0;
     char *buf = NULL;
+    struct ff_reread reread = { NULL, 0 };
     int in = -1, err;
     struct ffxs_path dst_name;               /* dst_path, as start_write takes it */
     char suffix[FF_PID_SUFFIX_MAX];          /* ".tmp.<pid>" */
@@ -101,11 +102,13 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
     max = max_arg(max_sv, op);
     limit = max + 1;
     close_read_at_leave(&in);
-    err = safe_path(src_path, op)
-              ? ff_open_read(SvPVX(src_path), &in, &intr) : ENOENT;
+    reread.path = SvPVX(src_path);
+    err = safe_path(src_path, op) ? ff_open_read(&reread, &in, &intr) : ENOENT;
     if (err)
         croak_errno(err, "can't open '%" SVf "' - ", SVfARG(src_path));
-    err = ff_size_hint(in, &size, &intr);
+    do                  /* again with the new file, if a writer replaced it */
+        err = ff_size_hint(in, &size, &intr);
+    while (err && ff_read_again(&reread, &in, err, &intr));
     if (err)
         croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(src_path));
     /* fstat's size is only a hint (sysfs says 4096 whatever a file holds):
@@ -164,7 +167,9 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
             size_t got;
 
             buf = S_copy_block(aTHX_ size, limit, &cap);
-            err = ff_read_some(in, buf, cap, &got, &intr);
+            do
+                err = ff_read_some(in, buf, cap, &got, &intr);
+            while (err && ff_read_again(&reread, &in, err, &intr));
             if (err)
                 croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(src_path));
             if (got > max)
@@ -185,7 +190,15 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
 
             if (!buf)
                 buf = S_copy_block(aTHX_ size, limit, &cap);
-            err = ff_copy_rw(in, a->fd, buf, cap, pending, limit, size, &total, &side, &intr);
+            while ((err = ff_copy_rw(in, a->fd, buf, cap, pending, limit, size, &total, &side, &intr))
+                   && side == FF_COPY_READ && ff_read_again(&reread, &in, err, &intr)) {
+                /* a writer replaced the source: the new one from its start,
+                 * into the temp emptied */
+                side = FF_COPY_WRITE;
+                if ((err = ff_copy_restart(a->fd, &intr)))
+                    break;
+                total = pending = 0;
+            }
             if (err)
                 S_croak_copy(aTHX_ a, err, side, src_path, dst_path);
         }

@@ -119,13 +119,14 @@ static struct fuse_conn_info_opts *conn_opts;  /* -o max_write=N etc. */
 
 /* libfuse 3 dropped these as -o options (they are fuse_config fields set
  * in init()), so we parse them ourselves. */
-static struct { int direct_io, intr, cache; } opts;
+static struct { int direct_io, intr, cache, pmxcfs; } opts;
 static unsigned long max_write_opt;
 enum { KEY_MAX_WRITE };
 static const struct fuse_opt opt_spec[] = {
 	{ "direct_io", offsetof(typeof(opts), direct_io), 1 },
 	{ "intr", offsetof(typeof(opts), intr), 1 },
 	{ "cache", offsetof(typeof(opts), cache), 1 },
+	{ "pmxcfs", offsetof(typeof(opts), pmxcfs), 1 },
 	FUSE_OPT_KEY("max_write=", KEY_MAX_WRITE),
 	FUSE_OPT_END
 };
@@ -881,6 +882,12 @@ static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
 	cfg->use_ino = 1;       /* hard links and renames keep st_ino */
 	cfg->hard_remove = 1;   /* no .fuse_hidden renames to skew the counts */
+	/* -o pmxcfs: libfuse's settings as pmxcfs runs it (it sets none):
+	 * an open file that a rename replaces lives on as .fuse_hidden...,
+	 * names and attributes are cached for 1 s, and an OPEN or READ of a
+	 * node that a RENAME dropped answers ENOENT (see fs_open) */
+	if (opts.pmxcfs)
+		cfg->hard_remove = 0;
 	/* the high-level API gives each hard link its own kernel inode, so
 	 * cached attributes could go stale; GETATTRs are not what we count */
 	cfg->attr_timeout = 0;
@@ -889,7 +896,7 @@ static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	cfg->entry_timeout = 0;
 	cfg->negative_timeout = 0;
 	/* -o cache: libfuse's default timeouts, pmxcfs' (it sets none) */
-	if (opts.cache)
+	if (opts.cache || opts.pmxcfs)
 		cfg->attr_timeout = cfg->entry_timeout = 1.0;
 	cfg->nullpath_ok = 0;   /* we want paths (for rules) whenever known */
 	cfg->direct_io = opts.direct_io;
@@ -1269,6 +1276,8 @@ static int fs_open(const char *path, struct fuse_file_info *fi)
 		return r;
 	if (!(n = lookup(path)))
 		return -errno;
+	if (opts.pmxcfs)
+		fi->direct_io = 1;  /* as pmxcfs' open: every read asks it */
 	if ((fi->flags & O_TRUNC) && (fi->flags & O_ACCMODE) != O_RDONLY) {
 		/* only seen with FUSE_CAP_ATOMIC_O_TRUNC */
 		st.truncate_requests++;

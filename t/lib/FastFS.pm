@@ -145,9 +145,13 @@ sub _unmount_without_mtab {
     return $err =~ m{/etc/mtab} ? $err : '';
 }
 
-# FastFS->mount(max_write => N, direct_io => 1, threads => 1, debug => 1, cache => 1)
+# FastFS->mount(max_write => N, direct_io => 1, threads => 1, debug => 1, cache => 1,
+#               pmxcfs => 1)
 # cache => 1: names and attributes cached for a second, as on pmxcfs (the
 # default is none, so a crash leaves the kernel nothing stale)
+# pmxcfs => 1: libfuse as pmxcfs runs it: multi-threaded, no hard_remove,
+# the 1 s caches, direct_io opens; a reader racing a replacing writer gets
+# pmxcfs' ENOENT there (the default mount: ESTALE). See t/fusefs/README.
 # threads => 1 runs the multi-threaded loop with -o intr, so an INTERRUPT
 # cuts a "delay" short (write returns EINTR); default is single-threaded.
 sub mount {
@@ -166,7 +170,8 @@ sub mount {
     push @o, 'direct_io' if $opt{direct_io};
     push @o, 'intr'      if $opt{threads};
     push @o, 'cache'     if $opt{cache};
-    my @cmd = ($BIN, '-f', ($opt{threads} ? () : '-s'),
+    push @o, 'pmxcfs'    if $opt{pmxcfs};
+    my @cmd = ($BIN, '-f', ($opt{threads} || $opt{pmxcfs} ? () : '-s'),
                ($opt{debug} ? '-d' : ()), '-o', join(',', @o), $dir);
 
     my $parent = $$;
