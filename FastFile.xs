@@ -257,13 +257,14 @@ static SV *S_file_get_contents(pTHX_ SV *filename, SV *max_arg)
 {
     const char *op = "file_get_contents";
     SV *content;
-    size_t max, size, cap, total = 0, got;
+    size_t max, size, cap, first_cap, total = 0, got;
     /* a child forked by a handler may not read on from the shared offset */
     struct ff_guard guard = { NULL, 0, FALSE, TRUE, FF_GUARD_PERL, NULL };
     struct ff_eintr intr = { ffxs_on_eintr, &guard, FFXS_PENDING };
     struct ffxs_path path;
     char name_buf[FF_NAME_BUF];         /* a plain name's snapshot */
-    int fd = -1, err;
+    struct ff_reread reread = { NULL, 0 };
+    int fd = -1, err, on_fuse = -1;
     /* this function's own scope, without ENTER (see file_set_contents).
      * fd is closed here before each croak and the return; only where a
      * signal handler could die (ffxs_on_eintr) does its close go on the
@@ -294,34 +295,34 @@ static SV *S_file_get_contents(pTHX_ SV *filename, SV *max_arg)
     max = max_arg ? max_arg(max_arg, op) : FF_DEFAULT_MAX;
 
     guard.unwind_fd = &fd;
+    reread.path = path.pv;
     err = !memchr(path.pv, '\0', path.len) || safe_path(path_sv(&path), op)
-              ? ff_open_read(path.pv, &fd, &intr) : ENOENT;   /* as open: whatever a
+              ? ff_open_read(&reread, &fd, &intr) : ENOENT;   /* as open: whatever a
                                                                * warning handler did */
     if (err)
         croak_errno(err, "can't open '%" SVf "' - ", SVfARG(path_sv(&path)));   /* (no fd) */
+again:      /* fd is the file a writer put in place of the one open before */
     /* fstat's size is only a hint: "too long" is decided on the bytes read
      * (sysfs files say 4096 whatever they hold) */
     err = ff_size_hint(fd, &size, &intr);
+    if (err && ff_read_again(&reread, &fd, err, &intr))
+        goto again;
     if (err) {
         CLOSE_FD();
         croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(path_sv(&path)));
     }
 
     /* one read of the whole file plus a byte that would show it grew */
-    cap = size ? size + 1 : FF_GROW_START;
+    cap = first_cap = size ? size + 1 : FF_GROW_START;
     if (cap > max + 1)
-        cap = max + 1;
-    /* (newSV(cap) without its upgrade and sv_grow: the same buffer) */
-    content = sv_2mortal(newSV_type(SVt_PV));
-    {
-        char *pv;
-
-        Newx(pv, cap + 1, char);
-        SvPV_set(content, pv);
-        SvLEN_set(content, cap + 1);
-    }
+        cap = first_cap = max + 1;
+    content = sv_2mortal(read_buffer(cap, fd, &on_fuse));
     for (;;) {
-        err = ff_read_full(fd, SvPVX(content) + total, cap - total, &got, &intr);
+        err = ff_read_full(fd, SvPVX(content) + total, cap - total, size, &got, &intr);
+        if (err && ff_read_again(&reread, &fd, err, &intr)) {
+            total = 0;          /* the new file, from its start */
+            goto again;
+        }
         if (err) {
             CLOSE_FD();
             croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(path_sv(&path)));
@@ -335,14 +336,21 @@ static SV *S_file_get_contents(pTHX_ SV *filename, SV *max_arg)
             break;                              /* end of file */
         cap = cap > max / 2 ? max + 1 : cap * 2;
         SvGROW(content, cap + 1);
+        size = 0;                               /* it grew past fstat's size */
     }
-    CLOSE_FD();
-#undef CLOSE_FD
     SvCUR_set(content, total);
     *SvEND(content) = '\0';
     SvPOK_only(content);
     if (TAINTING_get)
         SvTAINTED_on(content);
+    /* more than one read, or one of more than one FUSE request: on FUSE
+     * (pmxcfs) another version may have answered a later request */
+    if (cap != first_cap || ff_more_than_one_request(SvPVX(content), cap)) {
+        close_read_at_leave(&fd);               /* untorn may croak */
+        content = untorn(content, fd, on_fuse, 0, max, max + 1, path_sv(&path), &intr);
+    }
+    CLOSE_FD();
+#undef CLOSE_FD
     LEAVE_SCOPE(saved_ix);
     SETERRNO(0, 0);             /* as the reference's last sysread leaves it */
     return content;
@@ -380,7 +388,8 @@ static size_t record_end(SV *rs, const char *sep, STRLEN sep_len, const char *bu
  * string), chomped: what the reference's <$fh> + chomp give (no chomp for
  * a record "0": its `chomp $res if $res`). $/ is taken once, on entry: a
  * signal handler that assigns to it frees the SV perl keeps it in. */
-static SV *S_read_record(pTHX_ int fd, SV *path, const struct ff_eintr *intr)
+static SV *S_read_record(pTHX_ int *fd, SV *path, struct ff_reread *reread,
+                         const struct ff_eintr *intr)
 {
     SV *rs = sv_mortalcopy_flags(PL_rs, 0), *line, *sep_sv = NULL;
     const char *sep = NULL;
@@ -403,7 +412,11 @@ static SV *S_read_record(pTHX_ int fd, SV *path, const struct ff_eintr *intr)
     for (;;) {
         size_t scanned = total;
 
-        err = ff_read_some(fd, SvPVX(line) + total, cap - total, &got, intr);
+        err = ff_read_some(*fd, SvPVX(line) + total, cap - total, &got, intr);
+        if (err && ff_read_again(reread, fd, err, intr)) {
+            total = begin = 0;  /* the new file, from its start */
+            continue;
+        }
         if (err == EISDIR) {
             SETERRNO(EISDIR, 0);        /* $! as the reference leaves it */
             return NULL;
@@ -444,33 +457,41 @@ static SV *S_read_record(pTHX_ int fd, SV *path, const struct ff_eintr *intr)
     SvCUR_set(line, end - begin);
     return line;
 }
-#define read_record(fd, path, intr) S_read_record(aTHX_ fd, path, intr)
+#define read_record(fd, path, reread, intr) S_read_record(aTHX_ fd, path, reread, intr)
 
 /* The first line of *fd without its "\n" (the default $/, the fast path):
  * read into a block on the stack, the line copied into an SV of its own
  * length (no 8 KiB buffer handed to the caller's variable for a short
  * line); a line longer than the block goes on in an SV that grows. NULL
  * for an empty file. On a read error *fd is closed before the croak. */
-static SV *S_read_line(pTHX_ int *fd, struct ffxs_path *path, const struct ff_eintr *intr)
+static SV *S_read_line(pTHX_ int *fd, struct ffxs_path *path, struct ff_reread *reread,
+                       const struct ff_eintr *intr)
 {
     char block[FF_LINE_BLOCK], *buf = block;
     SV *line = NULL;
-    size_t cap = sizeof block, total = 0, got;
-    int err;
+    size_t cap = sizeof block, total, have, got, size;
+    unsigned reads;
+    int err, tries = 0, same;
 
+again:
+    total = have = 0;
+    reads = 0;
     for (;;) {
         char *nl;
 
         err = ff_read_some(*fd, buf + total, cap - total, &got, intr);
+        if (err && ff_read_again(reread, fd, err, intr)) {
+            total = 0;          /* the new file, from its start */
+            continue;
+        }
         if (err == EISDIR) {
             SETERRNO(EISDIR, 0);        /* $! as the reference leaves it */
             return NULL;
         }
-        if (err) {
-            ff_close_read(*fd);
-            *fd = -1;
-            croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(path_sv(path)));
-        }
+        if (err)
+            goto fail;
+        /* a read of more than one FUSE request counts as more reads */
+        reads += ff_more_than_one_request(buf + total, cap - total) ? 2 : 1;
         if (got == 0) {
             if (total == 0)
                 return NULL;
@@ -479,10 +500,16 @@ static SV *S_read_line(pTHX_ int *fd, struct ffxs_path *path, const struct ff_ei
         nl = (char *)memchr(buf + total, '\n', got);
         total += got;
         if (nl) {
+            have = total;
             total = (size_t)(nl - buf);          /* chomp: the line without "\n" */
             SETERRNO(ENOTTY, 0);                 /* see file_read_firstline */
             break;
         }
+        /* a first read short of the block, no newline: a regular file of
+         * that size (fstat) has ended, with no read of 0 (on pmxcfs one
+         * more request, which another version may answer) */
+        if (total == got && got < cap && !ff_size_hint(*fd, &size, intr) && size == total)
+            break;
         ff_poll_signals(intr);                   /* a pipe: many reads, none interrupted */
         if (total == cap) {                      /* a long line: keep reading */
             cap *= 2;
@@ -495,12 +522,43 @@ static SV *S_read_line(pTHX_ int *fd, struct ffxs_path *path, const struct ff_ei
             buf = SvPVX(line);
         }
     }
+    if (!have)
+        have = total;                            /* it ended without "\n" */
+    /* more than one read or request on FUSE (pmxcfs): another version may
+     * have answered the later requests; what was read must agree with a
+     * second read of it (see file_get_contents), else read again from
+     * the start, FF_TORN_TRIES reads in all */
+    if (reads > 1 && ff_fd_on_fuse(*fd)) {
+        err = ff_file_matches(*fd, 0, buf, have, 0, &same, intr);
+        if (err)
+            goto fail;
+        if (!same) {
+            tries += 2;                 /* the read and its check */
+            if (tries + 2 > FF_TORN_TRIES) {
+                ff_close_read(*fd);
+                *fd = -1;
+                croak_errno(EAGAIN, "unable to read file '%" SVf "' - changed while read, %d reads: ",
+                            SVfARG(path_sv(path)), tries);
+            }
+            if (lseek(*fd, 0, SEEK_SET) < 0) {
+                err = errno;
+                goto fail;
+            }
+            SETERRNO(0, 0);             /* as for the first read */
+            goto again;
+        }
+    }
     if (!line)
         return sv_2mortal(newSVpvn(block, total));
     SvCUR_set(line, total);
     return line;
+
+fail:
+    ff_close_read(*fd);
+    *fd = -1;
+    croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(path_sv(path)));
 }
-#define read_line(fd, path, intr) S_read_line(aTHX_ fd, path, intr)
+#define read_line(fd, path, reread, intr) S_read_line(aTHX_ fd, path, reread, intr)
 
 static SV *S_file_read_firstline(pTHX_ SV *filename)
 {
@@ -511,6 +569,7 @@ static SV *S_file_read_firstline(pTHX_ SV *filename)
     struct ff_eintr intr = { ffxs_on_eintr, &guard, FFXS_PENDING };
     struct ffxs_path path;
     char name_buf[FF_NAME_BUF];         /* a plain name's snapshot */
+    struct ff_reread reread = { NULL, 0 };
     bool named = FALSE;
     int fd = -1, err;
     /* this function's own scope, without ENTER (see file_get_contents): fd
@@ -546,8 +605,9 @@ static SV *S_file_read_firstline(pTHX_ SV *filename)
     }
 
     guard.unwind_fd = &fd;
+    reread.path = path.pv;
     err = !memchr(path.pv, '\0', path.len) || safe_path(path_sv(&path), op)
-              ? ff_open_read(path.pv, &fd, &intr) : ENOENT;   /* as open: whatever a
+              ? ff_open_read(&reread, &fd, &intr) : ENOENT;   /* as open: whatever a
                                                                * warning handler did */
     if (err == ENOENT) {
         LEAVE_SCOPE(saved_ix);
@@ -564,10 +624,10 @@ static SV *S_file_read_firstline(pTHX_ SV *filename)
      * end of the file, 0 when the read reached it; the readers set it. */
     SETERRNO(0, 0);
     if (SvPOK(PL_rs) && SvCUR(PL_rs) == 1 && *SvPVX(PL_rs) == '\n') {
-        line = read_line(&fd, &path, &intr);
+        line = read_line(&fd, &path, &reread, &intr);
     } else {
         close_read_at_leave(&fd);
-        line = read_record(fd, path_sv(&path), &intr);
+        line = read_record(&fd, path_sv(&path), &reread, &intr);
     }
     err = errno;
     ff_close_read(fd);

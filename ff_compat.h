@@ -24,7 +24,7 @@
  *                                  offsets: the kernel moves the bytes;
  *                                  fallback: -1 with ENOSYS (the caller
  *                                  reads and writes)
- *   ff_on_fuse(fd)                 fd is on FUSE (fstatfs); fallback: 0
+ *   ff_on_fuse(fd)                 fd is on FUSE (fstatfs, Linux); fallback: 0
  *   FF_O_PATH                      O_PATH (an fd only for *at calls and
  *                                  fstat: fsync on it is EBADF); fallback:
  *                                  O_RDONLY, which needs read permission on
@@ -224,8 +224,8 @@ static inline int ff_file_handle_id(int dirfd, const char *name, int flags, int 
 #endif
 
 /* 1 when fd is on a FUSE filesystem (fstatfs's f_type), 0 when not or
- * when it cannot tell; copy_file_range's only user asks. */
-#if FF_HAVE_COPY_FILE_RANGE
+ * when it cannot tell: copy_file_range's user and the readers ask. */
+#if FF_LINUX
 #include <sys/vfs.h>
 #define FF_FUSE_SUPER_MAGIC 0x65735546     /* linux/magic.h */
 static inline int ff_on_fuse(int fd)
@@ -238,7 +238,9 @@ static inline int ff_on_fuse(int fd)
 #define ff_on_fuse(fd) ((void)(fd), 0)
 #endif
 
-/* The lstat file type (S_IFMT bits) of name in dirfd. Linux: statx with
+/* The lstat file type (S_IFMT bits) of name in dirfd (ff_stat_type with
+ * flags AT_SYMLINK_NOFOLLOW; with 0 the stat type, symlinks followed).
+ * Linux: statx with
  * AT_STATX_DONT_SYNC, which answers from the kernel's cache where it has
  * the entry: a FUSE or NFS server is asked nothing (fstatat sends a
  * GETATTR, the attributes being stale after every write). A file's type
@@ -255,14 +257,13 @@ static inline int ff_on_fuse(int fd)
 #else
 #define FF_HAVE_STATX 0
 #endif
-static inline int ff_lstat_type(int dirfd, const char *name, mode_t *type)
+static inline int ff_stat_type(int dirfd, const char *name, int flags, mode_t *type)
 {
     struct stat st;
 #if FF_HAVE_STATX
     struct statx stx;
 
-    if (statx(dirfd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC, STATX_TYPE,
-              &stx) == 0) {
+    if (statx(dirfd, name, flags | AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) == 0) {
         if (stx.stx_mask & STATX_TYPE) {
             *type = stx.stx_mode & S_IFMT;
             return 0;
@@ -271,11 +272,12 @@ static inline int ff_lstat_type(int dirfd, const char *name, mode_t *type)
         return -1;              /* EINVAL: glibc's own fallback refuses the flag */
     }
 #endif
-    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    if (fstatat(dirfd, name, &st, flags) < 0)
         return -1;
     *type = st.st_mode & S_IFMT;
     return 0;
 }
+#define ff_lstat_type(dirfd, name, type) ff_stat_type(dirfd, name, AT_SYMLINK_NOFOLLOW, type)
 
 /* preserve's POSIX access ACL, which Linux keeps in an xattr. Fallback:
  * none read (ENOTSUP), so none is set or removed: the mode alone is kept. */

@@ -16,7 +16,8 @@
  * signal handlers run between chunks of a huge file. */
 #define FF_COPY_CHUNK ((size_t)1 << 30)
 
-int ff_copy_range(int in, int out, size_t limit, size_t *copied, const struct ff_eintr *intr)
+int ff_copy_range(int in, int out, size_t limit, size_t eof_at, size_t *copied,
+                  const struct ff_eintr *intr)
 {
     size_t start = *copied;
 
@@ -38,14 +39,19 @@ int ff_copy_range(int in, int out, size_t limit, size_t *copied, const struct ff
         if (n == 0)
             return *copied > start; /* end of file, or nothing the kernel could see */
         *copied += (size_t)n;
+        if (*copied == eof_at && (size_t)n < want)
+            return 1;               /* short at fstat's size: the end */
         ff_poll_signals(intr);
     }
     return 1;
 }
 
 int ff_copy_rw(int in, int out, char *buf, size_t cap, size_t pending, size_t limit,
-               size_t *copied, enum ff_copy_side *side, const struct ff_eintr *intr)
+               size_t eof_at, size_t *copied, enum ff_copy_side *side,
+               const struct ff_eintr *intr)
 {
+    int end = 0;
+
     for (;;) {
         size_t want = limit - *copied, got;
         int err;
@@ -60,9 +66,11 @@ int ff_copy_rw(int in, int out, char *buf, size_t cap, size_t pending, size_t li
             pending = 0;
             want = limit - *copied;
         }
-        if (want == 0)
+        if (want == 0 || end)
             return 0;
-        err = ff_read_some(in, buf, want < cap ? want : cap, &got, intr);
+        if (want > cap)
+            want = cap;
+        err = ff_read_some(in, buf, want, &got, intr);
         if (err) {
             *side = FF_COPY_READ;
             return err;
@@ -70,8 +78,19 @@ int ff_copy_rw(int in, int out, char *buf, size_t cap, size_t pending, size_t li
         if (got == 0)
             return 0;
         pending = got;
+        end = got < want && *copied + got == eof_at;    /* short at fstat's size */
         ff_poll_signals(intr);      /* a pipe: many reads and writes, none interrupted */
     }
+}
+
+int ff_copy_restart(int out, const struct ff_eintr *intr)
+{
+    int err;
+
+    FF_SYSCALL(err, intr, ftruncate(out, 0));
+    if (!err && lseek(out, 0, SEEK_SET) < 0)
+        err = errno;
+    return err;
 }
 
 int ff_byte_at(int fd, size_t off, const struct ff_eintr *intr)

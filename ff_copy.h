@@ -25,15 +25,24 @@ enum ff_copy_side { FF_COPY_READ, FF_COPY_WRITE };
  * reports on the side it came from), or copied nothing at all (procfs and
  * sysfs files may read as empty to it), or out is on FUSE (the kernel
  * would write it in 64 KiB requests): ff_copy_rw then goes on. Pending
- * signal handlers run on EINTR. */
-int ff_copy_range(int in, int out, size_t limit, size_t *copied, const struct ff_eintr *intr);
+ * signal handlers run on EINTR. eof_at (fstat's size of a regular file, or
+ * 0): a copy that comes back short at that size is the end, with no call
+ * that finds 0 after it (on FUSE, a request). */
+int ff_copy_range(int in, int out, size_t limit, size_t eof_at, size_t *copied,
+                  const struct ff_eintr *intr);
 
 /* Copy from in to out through buf (cap bytes), starting with the pending
  * bytes already in buf, until in's end of file or until *copied reaches
  * limit; each block is one read(2) and one write(2) (short writes and
- * EINTR retried). Returns 0 or an errno, *side telling which fd failed. */
+ * EINTR retried); eof_at as ff_copy_range's. Returns 0 or an errno, *side
+ * telling which fd failed. */
 int ff_copy_rw(int in, int out, char *buf, size_t cap, size_t pending, size_t limit,
-               size_t *copied, enum ff_copy_side *side, const struct ff_eintr *intr);
+               size_t eof_at, size_t *copied, enum ff_copy_side *side,
+               const struct ff_eintr *intr);
+
+/* Empty out (truncate to 0, offset 0): a copy that starts over. 0 or the
+ * errno. */
+int ff_copy_restart(int out, const struct ff_eintr *intr);
 
 /* 1 when fd holds a byte at offset off (one pread; fd's offset is left
  * as it is), 0 when it does not or cannot tell: fstat's size is only a

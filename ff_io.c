@@ -256,10 +256,25 @@ static int owner_trusted(struct ff_atomic *a, const struct stat *file, int *trus
     return err;
 }
 
+/* malloc(len) for reads of fd (*on_fuse set when fstatfs was asked), on a
+ * page where that makes a read of len bytes one FUSE request instead of
+ * two and fd is on FUSE (glibc maps an aligned block afresh each time, a
+ * page fault for each page read: only there) */
+static char *read_mem(size_t len, int fd, int *on_fuse)
+{
+    void *mem;
+
+    if (ff_one_request_anywhere(len) || len > FF_FUSE_REQUEST)
+        return malloc(len);
+    if (!(*on_fuse = ff_on_fuse(fd)))
+        return malloc(len);
+    return posix_memalign(&mem, FF_PAGE, len) ? NULL : mem;
+}
+
 int ff_atomic_unchanged(struct ff_atomic *a, const char *buf, size_t len, const char *tail,
                         size_t tail_len)
 {
-    int trusted = 0;
+    int trusted = 0, on_fuse = 0;
     struct stat st;
     size_t got, total = len + tail_len;
     int err, same;
@@ -280,10 +295,19 @@ int ff_atomic_unchanged(struct ff_atomic *a, const char *buf, size_t len, const 
      * in /tmp is replaced by ours, not left to them */
     same = !err && S_ISREG(st.st_mode) && (size_t)st.st_size == total
            && !owner_trusted(a, &st, &trusted) && trusted
-           && (a->step_mem = malloc(total + 1)) != NULL
-           && !ff_read_full(a->step_fd, a->step_mem, total + 1, &got, a->intr) && got == total
+           && (a->step_mem = read_mem(total + 1, a->step_fd, &on_fuse)) != NULL
+           && !ff_read_full(a->step_fd, a->step_mem, total + 1, total, &got, a->intr) && got == total
            && memcmp(a->step_mem, buf, len) == 0
            && memcmp(a->step_mem + len, tail, tail_len) == 0;
+    /* "the same" from a read of more than one FUSE request may be torn (on
+     * pmxcfs another node's version can answer the later requests), and
+     * leaving a file that is not data would be wrong: a second read must
+     * agree (a "changed" is never wrong: it writes) */
+    if (same && ff_more_than_one_request(a->step_mem, total + 1)
+        && (on_fuse || (total + 1 > FF_FUSE_REQUEST && ff_on_fuse(a->step_fd))))
+        same = !ff_pread_full(a->step_fd, a->step_mem, total + 1, 0, total, &got, a->intr)
+               && got == total && memcmp(a->step_mem, buf, len) == 0
+               && memcmp(a->step_mem + len, tail, tail_len) == 0;
     release_step(a);
     return same;
 }
@@ -1466,20 +1490,71 @@ FF_HOT int ff_atomic_temp_publishable(struct ff_atomic *a, int dirfd, const char
     return a->verify == FF_VERIFY_SIZE ? temp_size_is(a, dirfd, name, &st) : 0;
 }
 
-int ff_open_read(const char *path, int *fd, const struct ff_eintr *intr)
+/* Whether a reader of r->path should start over after err (from its open
+ * when opening, else from a read or fstat of the fd it had open): a
+ * writer replaced the file meanwhile. Only ESTALE and ENOENT can mean that:
+ * a FUSE server that dropped the old node answers an OPEN or READ that was
+ * on its way with one of them (pmxcfs with ENOENT, libfuse with hard_remove
+ * ESTALE), and the kernel retries neither from the start of the path. An
+ * ENOENT from open is also what a missing file gets: it is retried only
+ * when a second lookup finds the name, so a missing file fails after that
+ * one statx, at once. The lookup takes the attributes the kernel has
+ * (AT_STATX_DONT_SYNC): in the window the kernel still holds the old
+ * file's entry, and a GETATTR of it would get the server's ENOENT too.
+ * Bounded by FF_REREAD_TRIES (ff_io.h): the first retry at once, then
+ * after pauses that double from FF_REREAD_PAUSE_NS. A pause runs pending
+ * signal handlers on EINTR (they may die: the caller's fd is closed by
+ * then). Nothing of this runs unless a call failed. */
+static inline int reread_at(const struct ff_reread *r)
+{
+    return r->at ? *r->at : AT_FDCWD;
+}
+
+static int reread(struct ff_reread *r, int err, int opening, const struct ff_eintr *intr)
+{
+    struct timespec pause;
+    mode_t type;
+    long ns;
+    int serr;
+
+    if ((err != ENOENT && err != ESTALE) || r->tries >= FF_REREAD_TRIES)
+        return 0;
+    if (err == ENOENT && opening) {
+        FF_SYSCALL(serr, intr, ff_stat_type(reread_at(r), r->path, 0, &type));
+        if (serr)
+            return 0;           /* no such name: the file is missing */
+    }
+    if (r->tries) {
+        ns = FF_REREAD_PAUSE_NS << (r->tries - 1);
+        pause.tv_sec = ns / 1000000000L;
+        pause.tv_nsec = ns % 1000000000L;
+        FF_SYSCALL(serr, intr, nanosleep(&pause, &pause));
+    }
+    r->tries++;
+    return 1;
+}
+
+int ff_open_read(struct ff_reread *r, int *fd, const struct ff_eintr *intr)
 {
     int err;
 
-    FF_SYSCALL(err, intr, *fd = open(path, O_RDONLY | O_CLOEXEC));
+    do
+        FF_SYSCALL(err, intr, *fd = openat(reread_at(r), r->path, O_RDONLY | O_CLOEXEC));
+    while (err && reread(r, err, 1, intr));
     return err;
 }
 
-int ff_open_read_at(const int *at, const char *path, int *fd, const struct ff_eintr *intr)
+int ff_read_again(struct ff_reread *r, int *fd, int err, const struct ff_eintr *intr)
 {
-    int err;
-
-    FF_SYSCALL(err, intr, *fd = openat(*at, path, O_RDONLY | O_CLOEXEC));
-    return err;
+    if (err != ENOENT && err != ESTALE)
+        return 0;               /* (the usual error: nothing to decide) */
+    ff_close_read(*fd);
+    *fd = -1;
+    if (!reread(r, err, 0, intr) || ff_open_read(r, fd, intr)) {
+        *fd = -1;
+        return 0;               /* err stands: the file is gone, or still failing */
+    }
+    return 1;
 }
 
 int ff_size_hint(int fd, size_t *size, const struct ff_eintr *intr)
@@ -1504,24 +1579,26 @@ int ff_read_some(int fd, char *buf, size_t len, size_t *got, const struct ff_ein
     return err;
 }
 
-int ff_read_full(int fd, char *buf, size_t len, size_t *got, const struct ff_eintr *intr)
+int ff_read_full(int fd, char *buf, size_t len, size_t eof_at, size_t *got,
+                 const struct ff_eintr *intr)
 {
     size_t total = 0;
     unsigned spins = 0;     /* FF_SYSCALL's count, for each read */
     int err = 0;
 
-    /* ff_read_some's loop, inline: a reader's two reads are most of its
+    /* ff_read_some's loop, inline: a reader's read is most of its
      * user-space work */
     while (total < len) {
         ssize_t n = read(fd, buf + total, len - total);
 
         if (n > 0) {
-            /* a pipe's reads: many, none interrupted (a file's second
-             * read finds its end: nothing to do for it) */
+            /* a pipe's reads: many, none interrupted */
             if (total)
                 ff_poll_signals(intr);
             total += (size_t)n;
             spins = 0;
+            if (total == eof_at)
+                break;      /* short (eof_at < len): the end fstat gave */
         } else if (n == 0) {
             break;
         } else if ((err = errno) != EINTR || !ff_retry_eintr(intr, &spins)) {
@@ -1532,6 +1609,61 @@ int ff_read_full(int fd, char *buf, size_t len, size_t *got, const struct ff_ein
     }
     *got = total;
     return err;
+}
+
+int ff_pread_full(int fd, char *buf, size_t len, off_t off, size_t eof_at, size_t *got,
+                  const struct ff_eintr *intr)
+{
+    int err = 0;
+
+    *got = 0;
+    while (*got < len) {
+        ssize_t n;
+
+        FF_SYSCALL(err, intr, n = pread(fd, buf + *got, len - *got, off + (off_t)*got));
+        if (err || n == 0)
+            break;
+        *got += (size_t)n;
+        if (*got == eof_at)
+            break;
+        if (*got < len)
+            ff_poll_signals(intr);
+    }
+    return err;
+}
+
+int ff_file_matches(int fd, off_t start, const char *buf, size_t len, int to_end, int *same,
+                    const struct ff_eintr *intr)
+{
+    char *piece = malloc(FF_MATCH_PIECE);
+    size_t done = 0;
+    int err = 0;
+
+    if (!piece)
+        return ENOMEM;
+    for (;;) {
+        size_t left = len - done, want = left + (to_end ? 1 : 0), got;
+
+        if (want > FF_MATCH_PIECE)
+            want = FF_MATCH_PIECE;
+        if (want == 0) {
+            *same = 1;  /* the prefix, all compared */
+            break;
+        }
+        err = ff_pread_full(fd, piece, want, start + (off_t)done, left, &got, intr);
+        *same = !err && got <= left && memcmp(piece, buf + done, got) == 0
+                && (got == want || got == left);
+        if (!*same || got < want || (!to_end && got == left))
+            break;      /* it differs, it ended where buf does, or buf is done */
+        done += got;
+    }
+    free(piece);
+    return err;
+}
+
+int ff_fd_on_fuse(int fd)
+{
+    return ff_on_fuse(fd);
 }
 
 void ff_close_read(int fd)

@@ -417,11 +417,44 @@ void ff_wbuf_free(struct ff_wbuf *b);
 
 /* Reading. */
 
-/* open(2) read-only, EINTR retried. */
-int ff_open_read(const char *path, int *fd, const struct ff_eintr *intr);
-/* The same, path relative to *at (read at each try: AT_FDCWD, or the
- * working directory a handler's first run made the caller hold). */
-int ff_open_read_at(const int *at, const char *path, int *fd, const struct ff_eintr *intr);
+/* A reader of a file that a writer may replace meanwhile (temp + rename,
+ * as file_set_contents does): on FUSE (pmxcfs) the open, or a read of
+ * the file that was open, can then fail with ENOENT or ESTALE although a
+ * file of that name exists at every moment. Every reader opens with
+ * ff_open_read and, when a read (or fstat) of its fd fails, asks
+ * ff_read_again: both retry such a failure, within one budget of
+ * FF_REREAD_TRIES tries a call (see reread in ff_io.c), and cost nothing
+ * until a call fails. A reader that starts over reads the new file from
+ * its start: it never mixes two versions. Set up per call:
+ *   struct ff_reread r = { path, 0 }; */
+struct ff_reread {
+    const char *path;
+    unsigned tries;         /* retries made so far */
+    const int *at;          /* NULL (AT_FDCWD), or where path is looked up,
+                             * read at each try: the working directory that
+                             * a handler's first run made the caller hold */
+};
+
+/* Retries after the first failure, and the first pause (before the second
+ * retry; the first is made at once), doubled each time: 10 retries wait at
+ * most 0.1 + 0.2 + ... + 25.6 = 51.1 ms in all. On t/fusefs' pmxcfs mode
+ * (2 cores, load 2-12) most windows closed at the first retry, the longest
+ * seen at the 8th (6.3-12.7 ms of pauses), and a budget of 8 failed once
+ * in ~60,000 reads: the writer that must finish its rename waits for a CPU
+ * there. Only a name that exists (or ESTALE) is retried so long: a missing
+ * file fails at once. */
+#define FF_REREAD_TRIES 10
+#define FF_REREAD_PAUSE_NS 100000L
+
+/* open(2) r->path read-only, EINTR retried, a concurrent replace's ENOENT
+ * or ESTALE retried (a missing file fails with ENOENT after one statx). */
+int ff_open_read(struct ff_reread *r, int *fd, const struct ff_eintr *intr);
+
+/* After a read (read, pread, lseek, fstat) of *fd, r->path open, failed with
+ * err: 1 when it was a concurrent replace's failure and *fd is now the new
+ * file, open afresh: read it from its start. 0 when err stands: *fd is as
+ * it was for any other errno, else closed (-1). */
+int ff_read_again(struct ff_reread *r, int *fd, int err, const struct ff_eintr *intr);
 
 /* The size fstat(2) reports when it can be trusted as a first guess (a
  * regular file), else 0: /proc, pipes and the like say nothing useful. */
@@ -430,8 +463,56 @@ int ff_size_hint(int fd, size_t *size, const struct ff_eintr *intr);
 /* One read(2) of up to len bytes, EINTR retried; *got is 0 at end of file. */
 int ff_read_some(int fd, char *buf, size_t len, size_t *got, const struct ff_eintr *intr);
 
-/* read(2) until len bytes are in or end of file; *got < len means EOF. */
-int ff_read_full(int fd, char *buf, size_t len, size_t *got, const struct ff_eintr *intr);
+/* read(2) until len bytes are in or end of file; *got < len means EOF.
+ * eof_at: the size fstat gave a regular file (0: none), counted from buf: a
+ * short read that brings the total to exactly that is its end, with no
+ * read of 0 after it (on FUSE that read is one more request, which a file
+ * replaced meanwhile answers from its new version). A file that shrank or
+ * grew past it, and pipes, /proc and sysfs (no size, or one they do not
+ * hold), are read on to a read of 0. */
+int ff_read_full(int fd, char *buf, size_t len, size_t eof_at, size_t *got,
+                 const struct ff_eintr *intr);
+
+/* The same with pread(2) from offset off, the fd's offset untouched. */
+int ff_pread_full(int fd, char *buf, size_t len, off_t off, size_t eof_at, size_t *got,
+                  const struct ff_eintr *intr);
+
+/* A FUSE READ request carries at most this many bytes (32 pages: the
+ * kernel's default, libfuse 2's and pmxcfs'): a read of up to this from a
+ * page-aligned buffer is one request, which pmxcfs answers from one version
+ * of the file. */
+#define FF_FUSE_REQUEST ((size_t)128 * 1024)
+#define FF_PAGE ((size_t)4096)
+
+/* A read of more than one FUSE request on FUSE: at most this many reads
+ * in all (each read whole checked by the next), when they keep disagreeing */
+#define FF_TORN_TRIES 8
+
+/* The pieces ff_file_matches reads: one FUSE request each wherever its
+ * buffer starts */
+#define FF_MATCH_PIECE (FF_FUSE_REQUEST - FF_PAGE)
+
+/* *same = 1 when fd holds exactly buf[0..len) from offset start, and (with
+ * to_end) ends there: pread(2) in FF_MATCH_PIECE pieces into a scratch
+ * block, each compared (no second buffer of the file's size), to_end's last
+ * asking a byte more than is left (so no extra request finds the end). The
+ * fd's offset is left as it is. Returns 0 or an errno. */
+int ff_file_matches(int fd, off_t start, const char *buf, size_t len, int to_end, int *same,
+                    const struct ff_eintr *intr);
+
+/* 1 when a read of len bytes is one FUSE request wherever its buffer
+ * starts (up to 124 KiB and a byte) */
+#define ff_one_request_anywhere(len) ((len) + FF_PAGE - 1 <= FF_FUSE_REQUEST)
+
+/* 1 when a read of len bytes at buf could have taken more than one FUSE
+ * request (split where the pages it spans pass FF_FUSE_REQUEST) */
+#define ff_more_than_one_request(buf, len) \
+    (((size_t)(buf) & (FF_PAGE - 1)) + (len) > FF_FUSE_REQUEST)
+
+/* 1 when fd is on FUSE (fstatfs), where one version of a file is only
+ * promised per READ request: pmxcfs applies another node's change between
+ * two requests of one read(2). */
+int ff_fd_on_fuse(int fd);
 
 /* close(2) an fd that was only read; its result cannot mean lost data. */
 void ff_close_read(int fd);

@@ -7,33 +7,13 @@
 #endif
 
 #include "ff_tail.h"
+#include "ff_io.h"
 #include "ff_syscall.h"
 
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/types.h>
-
-/* pread(2) until len bytes are in or end of file; *got < len means EOF. */
-static int pread_full(int fd, char *buf, size_t len, off_t off, size_t *got,
-                      const struct ff_eintr *intr)
-{
-    *got = 0;
-    while (*got < len) {
-        ssize_t n;
-        int err;
-
-        FF_SYSCALL(err, intr, n = pread(fd, buf + *got, len - *got, off + (off_t)*got));
-        if (err)
-            return err;
-        if (n == 0)
-            break;
-        *got += (size_t)n;
-        if (*got < len)
-            ff_poll_signals(intr);
-    }
-    return 0;
-}
 
 /* The last '\n' in buf[0..len), or NULL (memrchr is a GNU extension). */
 static const char *last_newline(const char *buf, size_t len)
@@ -84,7 +64,7 @@ again:
         if (!t->buf)
             return ENOMEM;
         memmove(t->buf + n, t->buf, have);      /* the new bytes go before */
-        err = pread_full(fd, t->buf, n, from, &got, intr);
+        err = ff_pread_full(fd, t->buf, n, from, 0, &got, intr);
         if (err)
             return err;
         if (got < n) {

@@ -18,6 +18,7 @@
 #include "ppport.h"
 
 #include "xs_common.h"
+#include <unistd.h>     /* lseek */
 
 /* The reference's scope, which has no `use locale`, while perl formats a
  * value: PL_curcop pointing to a COP without hints and PL_hints cleared,
@@ -54,6 +55,7 @@ void ffxs_cat_errno(pTHX_ SV *msg, int err)
     S_leave_plain_scope(aTHX_ &scope);
     SETERRNO(err, 0);
 }
+
 
 /* "<formatted prefix><$! text>" for err, with "\n" or (without it, croak_sv
  * adds perl's " at FILE line N."), mortal; $! is left at err. */
@@ -281,19 +283,52 @@ void ffxs_croak_too_long(pTHX_ SV *name)
     croak_sv(msg);
 }
 
-SV *ffxs_read_to_end(pTHX_ int fd, size_t size, size_t max, size_t read_limit, SV *name,
-                     const struct ff_eintr *intr)
+SV *ffxs_read_buffer(pTHX_ size_t cap, int fd, int *on_fuse)
 {
-    /* the buffer read_on asks for, at once (read_limit > max >= 0) */
-    size_t cap = size ? size + 1 : FF_GROW_START;
+    SV *sv = newSV_type(SVt_PV);
+    char *pv;
 
-    if (cap > read_limit)
-        cap = read_limit;
-    return ffxs_read_on(aTHX_ sv_2mortal(newSV(cap)), fd, size, max, read_limit, name, intr);
+    /* perl's own block (glibc reuses a freed one: an aligned one it maps
+     * afresh each time, a page fault for each page the read fills) unless
+     * alignment makes the read one FUSE request, on FUSE: above 128 KiB a
+     * read is more than one anyway (untorn checks it) */
+    if (!ff_one_request_anywhere(cap) && cap <= FF_FUSE_REQUEST && *on_fuse < 0)
+        *on_fuse = ff_fd_on_fuse(fd);
+    if (ff_one_request_anywhere(cap) || cap > FF_FUSE_REQUEST || !*on_fuse) {
+        Newx(pv, cap + 1, char);
+        SvPV_set(sv, pv);
+        SvLEN_set(sv, cap + 1);
+        return sv;
+    }
+    {
+        /* perl's block with room to start on a page, the start moved with
+         * sv_chop (OOK): it stays on the heap, which glibc reuses, where
+         * posix_memalign's block is mapped afresh on every call (a page
+         * fault for each page the read fills: 147-224 us a 127 KiB read on
+         * t/fusefs, this 113-116, perl's copy of it on assignment included).
+         * sv_chop keeps the offset in the bytes before the new start: a
+         * byte, or a 0 and a STRLEN */
+        const size_t room = 1 + sizeof(STRLEN), len = room + FF_PAGE - 1 + cap + 1;
+        size_t skip;
+
+        Newx(pv, len, char);
+        /* room <= skip < room + FF_PAGE, pv + skip on a page */
+        skip = room + (FF_PAGE - ((size_t)(pv + room) & (FF_PAGE - 1))) % FF_PAGE;
+        SvPV_set(sv, pv);
+        SvLEN_set(sv, len);
+        SvCUR_set(sv, skip);
+        SvPOK_only(sv);
+        sv_chop(sv, pv + skip);
+        SvCUR_set(sv, 0);
+    }
+    return sv;
 }
 
-SV *ffxs_read_on(pTHX_ SV *content, int fd, size_t size, size_t max, size_t read_limit, SV *name,
-                 const struct ff_eintr *intr)
+/* read_on's loop, reading with read(2) at fd's offset (at < 0) or pread(2)
+ * from at; *several: it took more than one read, or one of more than one
+ * FUSE request */
+static SV *S_read_on(pTHX_ SV *content, int fd, off_t at, size_t size, size_t max,
+                     size_t read_limit, SV *name, const struct ff_eintr *intr, bool *several)
 {
     /* one read of the whole file plus a byte that would show it grew */
     size_t total = SvCUR(content), cap = size ? size + 1 : FF_GROW_START, got;
@@ -303,8 +338,14 @@ SV *ffxs_read_on(pTHX_ SV *content, int fd, size_t size, size_t max, size_t read
     if (cap > read_limit)
         cap = read_limit;
     SvGROW(content, cap + 1);
+    /* false only for one read that is one FUSE request */
+    *several = total || ff_more_than_one_request(SvPVX(content), cap);
     for (;;) {
-        int err = ff_read_full(fd, SvPVX(content) + total, cap - total, &got, intr);
+        size_t eof_at = size > total ? size - total : 0;
+        int err = at < 0
+                  ? ff_read_full(fd, SvPVX(content) + total, cap - total, eof_at, &got, intr)
+                  : ff_pread_full(fd, SvPVX(content) + total, cap - total, at + (off_t)total,
+                                  eof_at, &got, intr);
 
         if (err)
             croak_errno(err, "unable to read %" SVf " - ", SVfARG(S_subject(aTHX_ name)));
@@ -315,12 +356,84 @@ SV *ffxs_read_on(pTHX_ SV *content, int fd, size_t size, size_t max, size_t read
             break;                              /* end of file */
         cap = cap > read_limit / 2 ? read_limit : cap * 2;
         SvGROW(content, cap + 1);
+        *several = TRUE;
     }
     SvCUR_set(content, total);
     *SvEND(content) = '\0';
     SvPOK_only(content);
     if (TAINTING_get)
         SvTAINTED_on(content);
+    return content;
+}
+
+/* read_to_end and read_handle: start as untorn takes it */
+static SV *S_read_all(pTHX_ int fd, off_t start, size_t size, size_t max, size_t read_limit,
+                      SV *name, const struct ff_eintr *intr)
+{
+    /* the buffer read_on asks for, at once (read_limit > max >= 0) */
+    size_t cap = size ? size + 1 : FF_GROW_START;
+    int on_fuse = -1;
+    bool several;
+    SV *content;
+
+    if (cap > read_limit)
+        cap = read_limit;
+    content = S_read_on(aTHX_ sv_2mortal(read_buffer(cap, fd, &on_fuse)), fd, -1, size, max,
+                        read_limit, name, intr, &several);
+    return several ? untorn(content, fd, on_fuse, start, max, read_limit, name, intr) : content;
+}
+
+SV *ffxs_read_to_end(pTHX_ int fd, size_t size, size_t max, size_t read_limit, SV *name,
+                     const struct ff_eintr *intr)
+{
+    return S_read_all(aTHX_ fd, 0, size, max, read_limit, name, intr);
+}
+
+SV *ffxs_read_handle(pTHX_ int fd, size_t size, size_t max, size_t read_limit, SV *name,
+                     const struct ff_eintr *intr)
+{
+    return S_read_all(aTHX_ fd, -1, size, max, read_limit, name, intr);
+}
+
+SV *ffxs_untorn(pTHX_ SV *content, int fd, int on_fuse, off_t start, size_t max,
+                size_t read_limit, SV *name, const struct ff_eintr *intr)
+{
+    bool handle = start < 0;
+    int tries;
+
+    if (on_fuse < 0)
+        on_fuse = ff_fd_on_fuse(fd);
+    if (!on_fuse)
+        return content;
+    if (handle) {
+        off_t end = lseek(fd, 0, SEEK_CUR);     /* (never EINTR) */
+
+        if (end < 0)
+            croak_errno(errno, "unable to read %" SVf " - ", SVfARG(S_subject(aTHX_ name)));
+        start = end - (off_t)SvCUR(content);
+    }
+    /* reads in all: the first, each check, each read again */
+    for (tries = 2;; tries += 2) {
+        size_t len = SvCUR(content);
+        bool several;
+        int same, err = ff_file_matches(fd, start, SvPVX(content), len, 1, &same, intr);
+
+        if (err)
+            croak_errno(err, "unable to read %" SVf " - ", SVfARG(S_subject(aTHX_ name)));
+        if (same)
+            break;
+        if (tries + 2 > FF_TORN_TRIES)
+            croak_errno(EAGAIN, "unable to read %" SVf " - changed while read, %d reads: ",
+                        SVfARG(S_subject(aTHX_ name)), tries);
+        /* another version came: read it whole (the size asked as for the
+         * first read), then check that one */
+        content = S_read_on(aTHX_ sv_2mortal(read_buffer(len + 1 < read_limit ? len + 1
+                                                                                : read_limit,
+                                                           fd, &on_fuse)),
+                            fd, start, len, max, read_limit, name, intr, &several);
+    }
+    if (handle && tries > 2 && lseek(fd, start + (off_t)SvCUR(content), SEEK_SET) < 0)
+        croak_errno(errno, "unable to read %" SVf " - ", SVfARG(S_subject(aTHX_ name)));
     return content;
 }
 

@@ -201,6 +201,30 @@ void ffxs_croak_too_long(pTHX_ SV *name) __attribute__noreturn__;
 /* The first read's size for files whose size fstat can't tell */
 #define FF_GROW_START (64 * 1024)
 
+/* A new string (not mortal) with room for cap bytes and a NUL, for reads
+ * of fd. Its buffer starts on a page where that makes a read of cap bytes
+ * one FUSE request instead of two (124-128 KiB: an unaligned buffer's first
+ * request ends at its 32nd page) and fd is on FUSE: a file of up to 128 KiB
+ * is then one request, one version on pmxcfs. *on_fuse: -1 unknown (fstatfs asked
+ * when it matters, the answer left there), 0 or 1. The aligned start is
+ * moved there with sv_chop (OOK): perl copies such a string on assignment
+ * (at most 128 KiB, on FUSE only) instead of taking its buffer. */
+SV *ffxs_read_buffer(pTHX_ size_t cap, int fd, int *on_fuse);
+#define read_buffer(cap, fd, on_fuse) ffxs_read_buffer(aTHX_ cap, fd, on_fuse)
+
+/* content, read from fd at start (-1: it ends at fd's offset, the caller's
+ * handle, moved to the end of what is returned when that changes), with a
+ * read that may have taken more than one FUSE request: on FUSE (on_fuse:
+ * as read_buffer's, fstatfs asked when -1), returned
+ * only when a second read from start gives the same bytes; when not, read
+ * again until two reads in a row agree, FF_TORN_TRIES reads in all, then
+ * croak "unable to read <subject> - changed while read, N times: " $!
+ * EAGAIN. Elsewhere (fstatfs says) content as it is. */
+SV *ffxs_untorn(pTHX_ SV *content, int fd, int on_fuse, off_t start, size_t max,
+                size_t read_limit, SV *name, const struct ff_eintr *intr);
+#define untorn(content, fd, on_fuse, start, max, read_limit, name, intr) \
+    ffxs_untorn(aTHX_ content, fd, on_fuse, start, max, read_limit, name, intr)
+
 /* The rest of fd as a new mortal byte string (tainted under -T): one read
  * of size + 1 bytes (size: fstat's hint, 0 when unknown), growing for a
  * file longer than that, never reading past read_limit bytes (> max).
@@ -210,12 +234,12 @@ SV *ffxs_read_to_end(pTHX_ int fd, size_t size, size_t max, size_t read_limit, S
                      const struct ff_eintr *intr);
 #define read_to_end(fd, size, max, read_limit, name, intr) \
     ffxs_read_to_end(aTHX_ fd, size, max, read_limit, name, intr)
-/* The same, appending to content (a string that holds what was read
- * before, counted in the total), and returning it. */
-SV *ffxs_read_on(pTHX_ SV *content, int fd, size_t size, size_t max, size_t read_limit, SV *name,
-                 const struct ff_eintr *intr);
-#define read_on(content, fd, size, max, read_limit, name, intr) \
-    ffxs_read_on(aTHX_ content, fd, size, max, read_limit, name, intr)
+/* The same from the caller's handle (safe_read_from), at its offset: its
+ * offset is left at the end of what is returned. */
+SV *ffxs_read_handle(pTHX_ int fd, size_t size, size_t max, size_t read_limit, SV *name,
+                     const struct ff_eintr *intr);
+#define read_handle(fd, size, max, read_limit, name, intr) \
+    ffxs_read_handle(aTHX_ fd, size, max, read_limit, name, intr)
 
 /* Close *fd (an fd that is only read; -1: none) when the current scope is
  * left, by return or croak. */

@@ -116,6 +116,7 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
     struct ff_eintr intr = { S_copy_on_eintr, &copy, FFXS_PENDING };
     size_t max, limit, size, total = 0, cap = 0, pending = 0;
     char *buf = NULL;
+    struct ff_reread reread = { NULL, 0 };
     int in = -1, err;
     struct ffxs_path dst_name;               /* dst_path, as start_write takes it */
     char suffix[FF_PID_SUFFIX_MAX];          /* ".tmp.<pid>" */
@@ -155,11 +156,14 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
     max = max_arg(max_sv, op);
     limit = max + 1;
     close_read_at_leave(&in);
-    err = safe_path(src_path, op)
-              ? ff_open_read_at(&copy.cwd_fd, SvPVX(src_path), &in, &intr) : ENOENT;
+    reread.path = SvPVX(src_path);
+    reread.at = &copy.cwd_fd;   /* where the call started, if a handler chdirs */
+    err = safe_path(src_path, op) ? ff_open_read(&reread, &in, &intr) : ENOENT;
     if (err)
         croak_errno(err, "can't open '%" SVf "' - ", SVfARG(src_path));
-    err = ff_size_hint(in, &size, &intr);
+    do                  /* again with the new file, if a writer replaced it */
+        err = ff_size_hint(in, &size, &intr);
+    while (err && ff_read_again(&reread, &in, err, &intr));
     if (err)
         croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(src_path));
     /* fstat's size is only a hint (sysfs says 4096 whatever a file holds):
@@ -183,9 +187,13 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
     force_utf8 = FALSE;
     write_args(perm, NULL, FALSE, &opt, &force_utf8, op);
 
-    if (opt.if_changed || force_utf8) {
+    if (opt.if_changed || force_utf8
+        || (!ff_one_request_anywhere(size + 1) && ff_fd_on_fuse(in))) {
         /* the bytes themselves are needed: compared with the target, or
-         * encoded (a private string, never the caller's) */
+         * encoded (a private string, never the caller's), or read into
+         * a page-aligned buffer and checked against a second read (a FUSE
+         * source that may be more than one request: read_to_end) before
+         * anything is written */
         SV *content = read_to_end(in, size, max, limit, src_path, &intr);
         const char *bytes;
         STRLEN len;
@@ -214,7 +222,9 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
             size_t got;
 
             buf = S_copy_block(aTHX_ size, limit, &cap);
-            err = ff_read_some(in, buf, cap, &got, &intr);
+            do
+                err = ff_read_some(in, buf, cap, &got, &intr);
+            while (err && ff_read_again(&reread, &in, err, &intr));
             if (err)
                 croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(src_path));
             if (got > max)
@@ -235,12 +245,20 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
         a->step = FF_STEP_WRITE;
         /* the kernel moves the bytes where it can (never when the first
          * block is in buf already), read and write do the rest */
-        if (pending || !size || !ff_copy_range(in, a->fd, limit, &total, &intr)) {
+        if (pending || !size || !ff_copy_range(in, a->fd, limit, size, &total, &intr)) {
             enum ff_copy_side side = FF_COPY_READ;
 
             if (!buf)
                 buf = S_copy_block(aTHX_ size, limit, &cap);
-            err = ff_copy_rw(in, a->fd, buf, cap, pending, limit, &total, &side, &intr);
+            while ((err = ff_copy_rw(in, a->fd, buf, cap, pending, limit, size, &total, &side, &intr))
+                   && side == FF_COPY_READ && ff_read_again(&reread, &in, err, &intr)) {
+                /* a writer replaced the source: the new one from its start,
+                 * into the temp emptied */
+                side = FF_COPY_WRITE;
+                if ((err = ff_copy_restart(a->fd, &intr)))
+                    break;
+                total = pending = 0;
+            }
             if (err)
                 S_croak_copy(aTHX_ a, err, side, src_path, dst_path);
         }
@@ -330,23 +348,25 @@ SV *ffxs_read_regular(pTHX_ SV *fh, SV *max_sv, SV *name, bool *done)
     handle.fp = fp;
     handle.fd = fd;
     handle.name = SvOK(name) ? name : NULL;
-    /* the reference's first sysread, as it makes it: a short file needs
-     * nothing more (the caller's sysread finds its end, as the
-     * reference's), a handle that is no regular file goes on with the
-     * caller's 8 KiB sysreads */
-    content = sv_2mortal(newSV(FF_SYSREAD_BLOCK));
-    err = ff_read_some(fd, SvPVX(content), FF_SYSREAD_BLOCK, &got, &intr);
-    if (err)
-        croak_errno(err, "unable to read %s%" SVf "%s - ", handle.name ? "file '" : "input",
-                    SVfARG(handle.name ? handle.name : &PL_sv_no), handle.name ? "'" : "");
-    if (got > max)
-        croak_too_long(handle.name);
-    SvCUR_set(content, got);
-    *done = got == 0;
-    if (got == FF_SYSREAD_BLOCK && PerlLIO_fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-        content = read_on(content, fd, st.st_size > 0 ? (size_t)st.st_size : 0, max, limit,
-                          handle.name, &intr);
+    /* a regular file: read whole, with one read(2) of fstat's size and a
+     * byte more (the reference's 8 KiB sysreads, up to the one that
+     * passes max; a short read at that size is the end, with no read of 0
+     * after it); anything else: the reference's first sysread, and the
+     * caller's sysreads go on unless it found the end */
+    if (PerlLIO_fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        content = read_handle(fd, st.st_size > 0 ? (size_t)st.st_size : 0, max, limit,
+                              handle.name, &intr);
         *done = TRUE;
+    } else {
+        content = sv_2mortal(newSV(FF_SYSREAD_BLOCK));
+        err = ff_read_some(fd, SvPVX(content), FF_SYSREAD_BLOCK, &got, &intr);
+        if (err)
+            croak_errno(err, "unable to read %s%" SVf "%s - ", handle.name ? "file '" : "input",
+                        SVfARG(handle.name ? handle.name : &PL_sv_no), handle.name ? "'" : "");
+        if (got > max)
+            croak_too_long(handle.name);
+        SvCUR_set(content, got);
+        *done = got == 0;
     }
     *SvEND(content) = '\0';
     SvPOK_only(content);

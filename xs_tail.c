@@ -37,6 +37,7 @@ SV *ffxs_file_read_last_line(pTHX_ SV *filename)
     struct ff_guard guard = { NULL, 0, FALSE, TRUE, FF_GUARD_PERL, NULL };
     struct ff_eintr intr = { ffxs_on_eintr, &guard, FFXS_PENDING };
     struct ff_tail tail;
+    struct ff_reread reread = { NULL, 0 };
     int fd = -1, err;
 
     ENTER;   /* closes fd when this function returns or croaks */
@@ -54,7 +55,8 @@ SV *ffxs_file_read_last_line(pTHX_ SV *filename)
     }
     path = path_arg(filename, NULL);
     SAVEDESTRUCTOR_X(ffxs_close_fd_at_leave, &fd);
-    err = safe_path(path, op) ? ff_open_read(SvPVX(path), &fd, &intr) : ENOENT;
+    reread.path = SvPVX(path);
+    err = safe_path(path, op) ? ff_open_read(&reread, &fd, &intr) : ENOENT;
     if (err == ENOENT) {
         LEAVE;
         SETERRNO(err, 0);
@@ -66,7 +68,9 @@ SV *ffxs_file_read_last_line(pTHX_ SV *filename)
     line = sv_2mortal(newSVpvs(""));
     tail.grow = S_grow_sv;
     tail.ctx = line;
-    err = ff_read_last_line(fd, &tail, &intr);
+    do                  /* again with the new file, if a writer replaced it */
+        err = ff_read_last_line(fd, &tail, &intr);
+    while (err && ff_read_again(&reread, &fd, err, &intr));
     if (err)
         croak_errno_at(err, "%s failed - ", tail.step == FF_TAIL_SEEK ? "sysseek" : "sysread");
     LEAVE;

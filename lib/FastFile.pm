@@ -24,7 +24,7 @@ XSLoader::load('FastFile', $VERSION);
 *file_read_first_line = \&file_read_firstline;
 
 # safe_read_from($fh, $max, $oneline, $name): a regular file read to its
-# end is read in C, the reference's first 8 KiB read then large reads (it
+# end is read in C, fstat and one large read (it
 # ends where the reference's 8 KiB sysreads end, at the end of the file or
 # at the block that passes $max); any other handle, and $oneline, with the
 # reference's own sysreads, since a caller can see what they consumed (a
@@ -436,10 +436,45 @@ size is only a hint (sysfs files report 4096 whatever they hold). Extra
 arguments are ignored. Exported on request.
 
 A regular file is read with C<openat>, C<fstat>, one C<read> of its whole size
-(plus a byte that would show it grew), the C<read> that returns 0, and
-C<close>: five syscalls where an 8 KiB C<sysread> loop needs 130 for 1 MiB.
-Files whose size C<fstat> cannot tell (C</proc>, C</sys>, pipes, sockets) are
-read in blocks that start at 64 KiB and double. Under taint mode (C<-T>) the
+(plus a byte that would show it grew), and C<close>: a C<read> that comes
+back short at the size C<fstat> gave is the end of the file, and no C<read>
+that returns 0 follows. Four syscalls; five above 124 KiB (an C<fstatfs>:
+is it FUSE?), where an 8 KiB C<sysread> loop needs 130 for 1 MiB. Files
+whose size C<fstat> cannot tell (C</proc>, C</sys>, pipes, sockets), or that
+hold less or grew past it, are read on until a C<read> returns 0, in blocks
+that start at 64 KiB and double.
+
+B<On pmxcfs (C</etc/pve>) and other FUSE filesystems> a read never returns a
+mix of two versions of the file. pmxcfs answers each FUSE READ request (at
+most 128 KiB) from one version, but a change that comes from another cluster
+node can land between two requests of one C<read>: measured on 2026-12-06
+on a two-node pmxcfs cluster (pve-cluster 9.1.6), FastFile 0.03 returned torn
+files in 1.6% of reads at 200 KiB and 12% at 1 MiB, and about 1% at any size
+when the size changed (its extra C<read> of 0 was a second request); pve-common's
+readers 4.5% at 20 KiB to 86% at 1 MiB. Now a file of up to 128 KiB less one
+byte is one request (the buffer starts on a page, no C<read> of 0), so it is
+always one version, with no extra cost. A read that may take more
+requests (a file of 128 KiB or more, or one that grew while read) is read a
+second time on FUSE (C<fstatfs> tells), in 124 KiB pieces compared with the
+first, and returned only when both reads agree byte for byte; when they do
+not it is read whole again and checked again, 8 reads at most, then
+dies C<unable to read file 'NAME' - changed while read, 8 reads:
+Resource temporarily unavailable> (C<$!> C<EAGAIN>) rather than return bytes
+that may be torn. That doubles the READ requests of such files on FUSE
+(1 MiB: 18 instead of 10, about twice the CPU); local filesystems are read
+once. On FUSE a file of 124 to 128 KiB comes back as an OOK string (its
+start moved to a page), which perl copies when it is assigned. On one node
+(local mode) pmxcfs never tore a read (libfuse keeps a replaced open file);
+what holds for C<file_get_contents> holds for C<safe_read_from> of a
+regular file, C<file_copy>'s source and the comparison of C<if_changed>
+(which writes unless two reads agree that the file holds the data already).
+C<file_read_firstline> reads one 8 KiB block (one request) for a first line
+shorter than that, and checks a longer one the same way; C<file_read_last_line>
+reads one 64 KiB block: one request, one version, for a last line shorter than
+that (a longer one is not checked). The check compares two reads: a file that
+changes back to an earlier version while it is read twice (A, B, A, B at
+the same points of both reads) could pass it; a file that moves forward
+(A, then B) cannot. Under taint mode (C<-T>) the
 result is tainted, like C<sysread>'s. C<$!> is 0 after a successful read, as
 the reference leaves it.
 
@@ -515,13 +550,14 @@ read says so. Exported on request and by C<:pve>.
 Reads from an open handle, as C<PVE::File>'s C<safe_read_from>: at most
 C<$max> bytes (false: 1 MiB), or dies C<file 'NAME' too long - aborting>
 (C<input too long - aborting> without C<$name>); with C<$oneline> the first
-line without its newline. A plain handle (C<$oneline> false) gets the
-reference's first 8 KiB C<read>; when that is full and the handle is on a
-regular file, one C<fstat> and one large C<read> of the rest follow (a 1 MiB
-file: four syscalls where the reference makes 129; a file under 8 KiB: the
-reference's two reads), stopping where the reference's 8 KiB C<sysread>s
+line without its newline. A plain handle (C<$oneline> false) on a regular
+file gets one C<fstat> and one C<read> of its size and a byte more, short at
+that size: the end (two syscalls at any size, where the reference makes 129
+for 1 MiB and two for a file under 8 KiB; a handle not at the start reads
+on to a C<read> of 0), stopping where the reference's 8 KiB C<sysread>s
 stop: the handle's offset afterwards is the same, also when it dies C<too
-long>. Everything else is read exactly as the
+long>. Any other plain handle gets the reference's first 8 KiB C<read>.
+Everything else is read exactly as the
 reference reads it, with 8 KiB C<sysread>s, because a caller can see what
 was consumed: pipes and sockets (with C<$oneline>, what the read that
 brought the newline took beyond it is gone, as in the reference), tied
@@ -577,6 +613,31 @@ argument, as the reference's signature C<($file)>: other counts die with
 perl's text, C<Too few arguments for subroutine
 'FastFile::file_read_last_line' (got 0; expected 1) at FILE line N.>
 Exported on request and by C<:pve> and C<:all>.
+
+=head2 Reading a file that a writer replaces
+
+C<file_get_contents>, C<file_read_firstline> (C<file_read_first_line>),
+C<file_read_last_line> and C<file_copy>'s source return the whole old file
+or the whole new one when a writer replaces it while they read, by renaming
+a new file over it (as C<file_set_contents> and the reference's writers do):
+never a mix of the two, and never a spurious C<No such file or directory>.
+On FUSE (pmxcfs, F</etc/pve>) the C<open>, or a C<read> of the open file,
+can fail with C<ENOENT> (pmxcfs) or C<ESTALE> (FUSE servers with
+C<hard_remove>) while the rename is under way, although a file of that name
+exists throughout: the kernel asks the server for the replaced file, which
+it has dropped. The reference's readers then die (C<can't open 'FILE' - No
+such file or directory>; on pmxcfs up to 42% of reads against a writer that
+replaces the file in a loop). FastFile's readers retry those two errors and
+start over with the new file (what they had read of the old one is
+dropped): the first retry at once, then after pauses that double from
+0.1 ms, 10 retries at most (51 ms of pauses), after which the error stands. A file that does not exist
+still fails at once, with the reference's text and C<$!>: after the failed
+C<open>, one C<statx> from the kernel's cache tells a missing name from a
+replaced file. A read that succeeds makes no syscall more. C<safe_read_from>
+reads a handle its caller opened, which it cannot open again: its reads are
+not retried; neither is C<file_copy>'s read of its source with C<if_changed>
+or C<utf8> (its open is). Measured on t/fusefs' pmxcfs mode in F<bench/results.md>
+(failed reads per 10,000 against a replacing writer).
 
 =head2 tempfile
 
@@ -973,6 +1034,12 @@ was copied) or C<safe_read_from> read more than C<$max> bytes (default 1
 MiB, pmxcfs's limit); the second for C<safe_read_from> without a name.
 Nothing was written. C<$!> is 0, as the reference leaves it. Pass a larger
 C<$max> if the file may be that big.
+
+=item C<unable to read file 'NAME' - changed while read, 8 reads: Resource temporarily unavailable>
+
+On FUSE (pmxcfs), a file of 128 KiB or more changed during each of 8 reads
+in a row, so no read could be shown to hold one version of it (see
+L</file_get_contents>). C<$!> is C<EAGAIN>. Try again later.
 
 =item C<unable to read file 'NAME' - $!>, C<unable to read input - $!>
 

@@ -553,28 +553,44 @@ SKIP: {
     my $show = sub { return join '', map { "  $_->{line}\n" } @{ $_[0]{calls} } };
     my $len = sub { return ($_[0]{args} =~ /,\s*(\d+)\z/)[0] // -1 };
 
-    # a 1 MiB regular file: open, fstat, one read of it all (+1), the read of EOF, close
+    # a 1 MiB regular file: open, fstat, one read of it all (+1) that comes
+    # back short at fstat's size (the end: no read of 0 after it), the
+    # fstatfs that asks whether it is on FUSE (a read of more than one FUSE
+    # request: a second read there, t/78), close
     my $file = "$dir/traced-1mib";
     spew($file, pattern($MIB));
     my $r = strace_call('my $c = FastFile::file_get_contents($ARGV[0]); die "wrong length\n" unless length $c == 1048576;',
                         attach => 1, args => [$file]);
     ok($r->{traced} && $r->{ok}, '1 MiB: traced call succeeded') or diag($r->{err}, $r->{stderr});
     my @c = $calls->($r);
-    is($names->($r), 'openat fstat read read close', '1 MiB: exactly openat, fstat, read, read, close')
+    # (the portable build cannot tell FUSE: no fstatfs)
+    my $fuse_probe = FastFile::_build_info()->{portable} ? '' : ' fstatfs';
+    is($names->($r), "openat fstat read$fuse_probe close", "1 MiB: exactly openat, fstat, read,$fuse_probe close")
         or diag($show->($r));
     is($c[0] && $c[0]{args}, qq{AT_FDCWD, "$file", O_RDONLY|O_CLOEXEC}, '1 MiB: openat O_RDONLY|O_CLOEXEC');
     like($c[1] ? $c[1]{line} : '', qr/st_size=1048576\b/, '1 MiB: fstat sees the size');
     is($c[2] && $len->($c[2]), $MIB + 1, '1 MiB: one read of 1048577 bytes');
     is($c[2] && $c[2]{ret}, $MIB, '1 MiB: ... which returned 1048576');
-    is($c[3] && $c[3]{ret}, 0, '1 MiB: the next read returned 0 (EOF)');
-    is($c[4] && $c[4]{ret}, 0, '1 MiB: close returned 0');
+    is($c[-1] && $c[-1]{ret}, 0, '1 MiB: close returned 0');
+
+    # up to 124 KiB (a read that is one FUSE request wherever the buffer
+    # starts): no fstatfs, four syscalls
+    for my $size (1024, 124 * 1024) {
+        my $f = "$dir/traced-$size";
+        spew($f, pattern($size));
+        $r = strace_call("die qq{wrong length\n} unless length FastFile::file_get_contents(\$ARGV[0]) == $size;",
+                         attach => 1, args => [$f]);
+        is($names->($r), 'openat fstat read close', "$size bytes: exactly openat, fstat, read, close")
+            or diag($r->{err}, $show->($r));
+        unlink $f;
+    }
 
     # the reference, for contrast
     $r = strace_call('my $c = ref_get_contents($ARGV[0]); die "wrong length\n" unless length $c == 1048576;',
                      setup => 'use Reference qw(ref_get_contents);', attach => 1, args => [$file]);
     ok($r->{traced} && $r->{ok}, 'reference, 1 MiB: traced call succeeded') or diag($r->{err}, $r->{stderr});
     my $reads = grep { $_->{name} eq 'read' } @{ $r->{calls} };
-    cmp_ok($reads, '>', 128, "reference, 1 MiB: $reads reads of 8 KiB (FastFile: 2)");
+    cmp_ok($reads, '>', 128, "reference, 1 MiB: $reads reads of 8 KiB (FastFile: 1)");
 
     # a file bigger than max: decided on the bytes read (fstat's size is a
     # hint), and no more than max + 1 of them are read
@@ -595,6 +611,16 @@ SKIP: {
     is($c[0] && $c[0]{args}, qq{AT_FDCWD, "$short", O_RDONLY|O_CLOEXEC}, 'firstline: openat O_RDONLY|O_CLOEXEC');
     is($c[1] && $len->($c[1]), 8192, 'firstline, short line: one read of 8192 bytes');
 
+    # a file of one line without "\n", shorter than the block: its first
+    # read is short at fstat's size, the end (no read of 0)
+    my $noeol = "$dir/traced-noeol";
+    spew($noeol, "only line");
+    $r = strace_call('die "wrong line\n" unless FastFile::file_read_firstline($ARGV[0]) eq "only line"; die "errno $!\n" if $!+0;',
+                     attach => 1, args => [$noeol]);
+    ok($r->{traced} && $r->{ok}, 'firstline, no newline: traced call succeeded, $! 0') or diag($r->{err}, $r->{stderr});
+    is($names->($r), 'openat read fstat close', 'firstline, no newline: openat, read, fstat, close (no read of 0)')
+        or diag($show->($r));
+
     # a first line longer than one block: more reads, big ones, not the whole file
     my $long = "$dir/traced-long";
     spew($long, ('L' x 20000) . "\n" . ('t' x $MIB));
@@ -607,7 +633,11 @@ SKIP: {
     my $bytes = 0;
     $bytes += $_->{ret} for @reads;
     cmp_ok($bytes, '<', 100000, "firstline, 20000-byte line: read $bytes bytes, not the whole file");
-    is($names->($r), join(' ', 'openat', ('read') x @reads, 'close'), 'firstline, 20000-byte line: only openat, reads, close');
+    # more than one read: the fstatfs that asks whether it is on FUSE (where
+    # the line read is checked by a second read of it, t/78)
+    my $probe = FastFile::_build_info()->{portable} ? () : 'fstatfs';
+    is($names->($r), join(' ', 'openat', ('read') x @reads, $probe // (), 'close'),
+       'firstline, 20000-byte line: only openat, reads, fstatfs, close');
 
     # faults on read: EIO croaks (and the fd is closed), EINTR is retried
     my $ten = "$dir/traced-ten";

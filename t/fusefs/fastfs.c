@@ -92,6 +92,14 @@ static unsigned long long nsizes;   /* total recorded, ring index = n % N */
 
 static struct rule rules[MAX_RULES];
 static int nrules;
+/* "swap": another cluster node's change as pmxcfs receives it, applied to
+ * its database and not through the kernel: after `after` more READ
+ * requests on path, the file at path holds data (a snapshot taken when
+ * the command came), between two requests of a read in progress; "flip"
+ * (every > 0): again after every `every` requests, the two versions in
+ * turn, until "unswap" */
+static struct { char *path; char *data; size_t size; long after, every; } swap;
+static unsigned long long swaps_done;
 static struct node *root;
 static ino_t next_ino = 1;
 /* "crashpoint N": after request number crash_at the durable state is
@@ -111,13 +119,14 @@ static struct fuse_conn_info_opts *conn_opts;  /* -o max_write=N etc. */
 
 /* libfuse 3 dropped these as -o options (they are fuse_config fields set
  * in init()), so we parse them ourselves. */
-static struct { int direct_io, intr, cache; } opts;
+static struct { int direct_io, intr, cache, pmxcfs; } opts;
 static unsigned long max_write_opt;
 enum { KEY_MAX_WRITE };
 static const struct fuse_opt opt_spec[] = {
 	{ "direct_io", offsetof(typeof(opts), direct_io), 1 },
 	{ "intr", offsetof(typeof(opts), intr), 1 },
 	{ "cache", offsetof(typeof(opts), cache), 1 },
+	{ "pmxcfs", offsetof(typeof(opts), pmxcfs), 1 },
 	FUSE_OPT_KEY("max_write=", KEY_MAX_WRITE),
 	FUSE_OPT_END
 };
@@ -665,10 +674,68 @@ static int parse_op(const char *s)
 	return -1;
 }
 
+/* Drops a pending swap. */
+static void swap_clear(void)
+{
+	free(swap.path);
+	free(swap.data);
+	memset(&swap, 0, sizeof swap);
+}
+
+/* Puts data in place of path's contents, the node (inode) kept, as
+ * pmxcfs' database changes under an open file. */
+static int swap_apply(void)
+{
+	struct node *n = lookup(swap.path);
+	int r;
+
+	if (!n || !S_ISREG(n->mode))
+		r = -ENOENT;
+	else if (swap.every) {         /* flip: exchange, and count again */
+		char *data = n->data;
+		size_t size = n->size;
+
+		n->data = swap.data;
+		n->size = n->cap = swap.size;
+		n->mtime = n->ctime = now();
+		swap.data = data;
+		swap.size = size;
+		swap.after = swap.every;
+		swaps_done++;
+		return 0;
+	} else if ((r = resize(n, (off_t) swap.size)) == 0) {
+		memcpy(n->data, swap.data, swap.size);
+		swaps_done++;
+	}
+	swap_clear();
+	return r;
+}
+
+/* "swap <path> <n> <from>": from's contents now, into path after the
+ * n-th READ request on path (0: at once); every: "flip"'s period */
+static int swap_arm(const char *path, long after, const char *from, long every)
+{
+	struct node *src = lookup(from);
+
+	if (!src || !S_ISREG(src->mode))
+		return -ENOENT;
+	swap_clear();
+	if (!(swap.path = strdup(path)) ||
+	    !(swap.data = malloc(src->size ? src->size : 1))) {
+		swap_clear();
+		return -ENOMEM;
+	}
+	memcpy(swap.data, src->data, src->size);
+	swap.size = src->size;
+	swap.after = after;
+	swap.every = every;
+	return after == 0 ? swap_apply() : 0;
+}
+
 /* One command line written to the control file. */
 static int command(char *line)
 {
-	char word[16], opname[16], path[4096];
+	char word[16], opname[16], path[4096], from[4096];
 	long a, b;
 	int op;
 
@@ -676,6 +743,7 @@ static int command(char *line)
 		return 0;  /* blank line */
 	if (strcmp(word, "reset") == 0) {
 		memset(&st, 0, sizeof st);
+		swaps_done = 0;
 		nsizes = 0;
 		return 0;
 	}
@@ -717,6 +785,16 @@ static int command(char *line)
 	if (strcmp(word, "delay") == 0 &&
 	    sscanf(line, "%*s %4095s %ld", path, &a) == 2 && a >= 0)
 		return add_rule(OP_DELAY, a, -1, path);
+	if (strcmp(word, "swap") == 0 &&
+	    sscanf(line, "%*s %4095s %ld %4095s", path, &a, from) == 3 && a >= 0)
+		return swap_arm(path, a, from, 0);
+	if (strcmp(word, "flip") == 0 &&
+	    sscanf(line, "%*s %4095s %ld %4095s", path, &a, from) == 3 && a > 0)
+		return swap_arm(path, a, from, a);
+	if (strcmp(word, "unswap") == 0) {
+		swap_clear();
+		return 0;
+	}
 	return -EINVAL;
 }
 
@@ -769,6 +847,8 @@ static int ctl_snapshot(struct handle *h)
 	fprintf(f, "crashpoint_pending %d\n", crash_at && !crash_image);
 	/* the images "crashpoints" took (0 if one could not be taken) */
 	fprintf(f, "crashpoints %zu\n", recording_failed ? (size_t) 0 : nimages);
+	/* 1 while a swap waits for its READ request; the swaps made */
+	fprintf(f, "swap_pending %d\nswaps %llu\n", swap.path != NULL, swaps_done);
 	fprintf(f, "rules %d\nmax_write %u\nwrite_sizes ", nrules, max_write_seen);
 	first = nsizes > NSIZES ? nsizes - NSIZES : 0;
 	for (unsigned long long i = first; i < nsizes; i++)
@@ -802,6 +882,12 @@ static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
 	cfg->use_ino = 1;       /* hard links and renames keep st_ino */
 	cfg->hard_remove = 1;   /* no .fuse_hidden renames to skew the counts */
+	/* -o pmxcfs: libfuse's settings as pmxcfs runs it (it sets none):
+	 * an open file that a rename replaces lives on as .fuse_hidden...,
+	 * names and attributes are cached for 1 s, and an OPEN or READ of a
+	 * node that a RENAME dropped answers ENOENT (see fs_open) */
+	if (opts.pmxcfs)
+		cfg->hard_remove = 0;
 	/* the high-level API gives each hard link its own kernel inode, so
 	 * cached attributes could go stale; GETATTRs are not what we count */
 	cfg->attr_timeout = 0;
@@ -810,7 +896,7 @@ static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	cfg->entry_timeout = 0;
 	cfg->negative_timeout = 0;
 	/* -o cache: libfuse's default timeouts, pmxcfs' (it sets none) */
-	if (opts.cache)
+	if (opts.cache || opts.pmxcfs)
 		cfg->attr_timeout = cfg->entry_timeout = 1.0;
 	cfg->nullpath_ok = 0;   /* we want paths (for rules) whenever known */
 	cfg->direct_io = opts.direct_io;
@@ -1190,6 +1276,8 @@ static int fs_open(const char *path, struct fuse_file_info *fi)
 		return r;
 	if (!(n = lookup(path)))
 		return -errno;
+	if (opts.pmxcfs)
+		fi->direct_io = 1;  /* as pmxcfs' open: every read asks it */
 	if ((fi->flags & O_TRUNC) && (fi->flags & O_ACCMODE) != O_RDONLY) {
 		/* only seen with FUSE_CAP_ATOMIC_O_TRUNC */
 		st.truncate_requests++;
@@ -1215,17 +1303,27 @@ static int fs_read(const char *path, char *buf, size_t size, off_t off,
 		src = h->text;
 		len = h->len;
 	} else {
+		/* by path, as pmxcfs answers (the handle's node once unlinked) */
+		struct node *n = path ? lookup(path) : NULL;
+
+		if (!n || !S_ISREG(n->mode))
+			n = h->node;
 		st.read_requests++;
 		if ((r = fault(OP_READ, path)))
 			return r;
-		src = h->node->data;
-		len = h->node->size;
+		src = n->data;
+		len = n->size;
 	}
 	if (off < 0 || (size_t) off >= len)
-		return 0;
-	if (size > len - off)
+		size = 0;
+	else if (size > len - off)
 		size = len - off;
-	memcpy(buf, src + off, size);
+	if (size)
+		memcpy(buf, src + off, size);
+	/* a swap after this request: this one answered from the old data */
+	if (!h->is_ctl && swap.path && path && strcmp(path, swap.path) == 0 &&
+	    --swap.after == 0)
+		swap_apply();
 	return size;
 }
 

@@ -145,9 +145,13 @@ sub _unmount_without_mtab {
     return $err =~ m{/etc/mtab} ? $err : '';
 }
 
-# FastFS->mount(max_write => N, direct_io => 1, threads => 1, debug => 1, cache => 1)
+# FastFS->mount(max_write => N, direct_io => 1, threads => 1, debug => 1, cache => 1,
+#               pmxcfs => 1)
 # cache => 1: names and attributes cached for a second, as on pmxcfs (the
 # default is none, so a crash leaves the kernel nothing stale)
+# pmxcfs => 1: libfuse as pmxcfs runs it: multi-threaded, no hard_remove,
+# the 1 s caches, direct_io opens; a reader racing a replacing writer gets
+# pmxcfs' ENOENT there (the default mount: ESTALE). See t/fusefs/README.
 # threads => 1 runs the multi-threaded loop with -o intr, so an INTERRUPT
 # cuts a "delay" short (write returns EINTR); default is single-threaded.
 sub mount {
@@ -166,7 +170,8 @@ sub mount {
     push @o, 'direct_io' if $opt{direct_io};
     push @o, 'intr'      if $opt{threads};
     push @o, 'cache'     if $opt{cache};
-    my @cmd = ($BIN, '-f', ($opt{threads} ? () : '-s'),
+    push @o, 'pmxcfs'    if $opt{pmxcfs};
+    my @cmd = ($BIN, '-f', ($opt{threads} || $opt{pmxcfs} ? () : '-s'),
                ($opt{debug} ? '-d' : ()), '-o', join(',', @o), $dir);
 
     my $parent = $$;
@@ -247,6 +252,23 @@ sub control {
 }
 
 sub reset { $_[0]->control('reset') }
+
+# Another node's change as pmxcfs gets it (no kernel request): after the
+# $after-th READ request on $path from now (0: at once), $path holds what
+# $from holds now. Paths from the mount root, "/name". See t/fusefs/README.
+sub swap {
+    my ($self, $path, $after, $from) = @_;
+    return $self->control("swap $path $after $from");
+}
+
+# The same after every $every-th READ request on $path, the two versions
+# in turn, until $fs->unswap: a file that changes during every read.
+sub flip {
+    my ($self, $path, $every, $from) = @_;
+    return $self->control("flip $path $every $from");
+}
+
+sub unswap { $_[0]->control('unswap') }
 sub clear { $_[0]->control('clear') }
 
 # The mount points /proc/mounts lists, decoded (octal escapes).
