@@ -1441,7 +1441,7 @@ static int temp_holds(struct ff_atomic *a, int dirfd, const char *name)
         return ENOMEM;
     }
     do {
-        err = ff_read_full(fd, buf, cap, &got, NULL);
+        err = ff_read_full(fd, buf, cap, 0, &got, NULL);
         same = !err && holds_here(a, buf, got, &pos);
     } while (same && got == cap);
     free(buf);

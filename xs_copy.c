@@ -116,7 +116,7 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
     struct ff_eintr intr = { S_copy_on_eintr, &copy, FFXS_PENDING };
     size_t max, limit, size, total = 0, cap = 0, pending = 0;
     char *buf = NULL;
-    struct ff_reread reread = { NULL, 0 };
+    struct ff_reread reread = { NULL, 0, NULL };
     int in = -1, err;
     struct ffxs_path dst_name;               /* dst_path, as start_write takes it */
     char suffix[FF_PID_SUFFIX_MAX];          /* ".tmp.<pid>" */
