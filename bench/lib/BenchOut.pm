@@ -66,11 +66,12 @@ sub put_section {
 # $path, from /proc/mounts (the longest mount point above it). In a chroot
 # /proc/mounts may list nothing above it (not even /): then the type comes
 # from `stat -f` and the device from stat, so a report never names '?'.
+# ($mounts: another mount table to read, for a test)
 sub fs_of {
-    my ($path) = @_;
+    my ($path, $mounts) = @_;
     $path = Cwd::abs_path($path) // $path;
     my ($type, $mnt, $dev, $opts) = ('', '', '', '');
-    if (open my $fh, '<', '/proc/mounts') {
+    if (open my $fh, '<', $mounts // '/proc/mounts') {
         while (<$fh>) {
             my ($d, $m, $t, $o) = split ' ';
             $m =~ s/\\([0-7]{3})/chr oct $1/ge;
