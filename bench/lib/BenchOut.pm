@@ -144,10 +144,10 @@ sub expect {
         else               { push @unknown, $p->[1] }
     }
     my $scale = recorded_secs('batch.md', 'the scale runs');
-    my $line = @parts ? sprintf('make bench: expect about %d min (%s: the last recorded runs, in bench/*.md)',
-                                ($total + 30) / 60, join(', ', @parts))
+    my $line = @parts ? sprintf('make bench: expect %s %d min (%s: the last recorded runs, in bench/*.md)',
+                                @unknown ? 'more than' : 'about', ($total + 30) / 60, join(', ', @parts))
              : 'make bench: no run time recorded in bench/*.md yet';
-    $line .= '; not recorded: ' . join(', ', @unknown) if @parts && @unknown;
+    $line .= '; not recorded, and more: ' . join(', ', @unknown) if @parts && @unknown;
     $line .= sprintf '. The scale runs took %d s of it: BENCH_SCALE_N=0 skips them.', $scale if defined $scale;
     $line .= (defined $scale ? '' : '. BENCH_SCALE_N=0 skips the scale runs.')
            . ' Each step says what it does on stderr; a long one says it is still running every 10 s.';
