@@ -332,9 +332,9 @@ sub _teardown {
         }
     }
     # a daemon that dies unmounts (root: umount2; others: fusermount's
-    # auto_unmount watchdog, a moment later: fusermount3's can take over
-    # half a second); root's umount -l is the last resort
-    if ($err && !_gone_within($dir, 2) && $> == 0) {
+    # auto_unmount watchdog, a moment later); root's umount -l is the last
+    # resort
+    if ($err && !_gone_within($dir, 0.5) && $> == 0) {
         my $why = _run_unmount([ 'umount', '-l' ], $dir);
         $err .= "; umount -l: $why" if $why;
     }
