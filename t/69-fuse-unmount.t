@@ -226,7 +226,7 @@ SKIP: {
 SKIP: {
     skip 'as root: the case above', 2 if $> == 0;
     skip "a normal user's FUSE: $user_why", 2 if $user_why;
-    skip '/etc/mtab is there', 2 unless $auto_unmount_why;
+    skip '/etc/mtab is there', 2 if -e '/etc/mtab';
     my $tmp = tempdir();
     my ($st, $out) = run_perl('use FastFS; print "probe: ", FastFS::available(), "\n";',
                               switches => ["-I$LIB"], env => { TMPDIR => $tmp });
