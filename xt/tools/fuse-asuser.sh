@@ -12,6 +12,8 @@
 #       fuse3; dpkg-deb -x`), set-uid root in the namespace's /usr/local/bin:
 #       the same check with FUSE 3's mounter, without installing fuse3 (which
 #       would remove fuse, as on a Proxmox VE host)
+#   FASTFILE_FUSE_MTAB=keep   /etc keeps its mtab (a normal machine: the
+#       FUSE tests mount and run)
 set -eu
 cd "$(dirname "$0")/../.."
 user=${FASTFILE_TEST_USER:-nobody}
@@ -37,15 +39,17 @@ status=0
 # in the namespace: the node, /etc without mtab, the tests as the user, then
 # the mounts still below $top (what the user could not remove)
 unshare -m --propagation private sh -eu -c '
-    top=$1 user=$2 maj=$((0x$3)) min=$((0x$4)) tests=$5 fm3=$6
+    top=$1 user=$2 maj=$((0x$3)) min=$((0x$4)) tests=$5 fm3=$6 mtab=$7
     mount -t tmpfs -o mode=0755,size=64k ff-fuseuser-dev "$top/dev"
     mknod -m 0666 "$top/dev/fuse" c "$maj" "$min"
     mount --bind "$top/dev/fuse" /dev/fuse
-    mkdir "$top/etc" && cp -a /etc/. "$top/etc/" && rm -f "$top/etc/mtab"
-    mount --bind "$top/etc" /etc
-    [ ! -e /etc/mtab ] || { echo "fuse-asuser: /etc/mtab still there" >&2; exit 1; }
+    if [ "$mtab" != keep ]; then
+        mkdir "$top/etc" && cp -a /etc/. "$top/etc/" && rm -f "$top/etc/mtab"
+        mount --bind "$top/etc" /etc
+        [ ! -e /etc/mtab ] || { echo "fuse-asuser: /etc/mtab still there" >&2; exit 1; }
+    fi
     [ -z "$fm3" ] || mount --bind "$top/bin" /usr/local/bin
-    echo "fuse-asuser: $user, /etc without mtab, mounter: $(command -v fusermount3 || command -v fusermount)"
+    echo "fuse-asuser: $user, /etc/mtab: $([ -e /etc/mtab ] && echo there || echo none), mounter: $(command -v fusermount3 || command -v fusermount)"
     rc=0
     setpriv --reuid="$user" --regid="$(id -g "$user")" --init-groups \
         env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$top/home" TMPDIR="$top/tmp" LANG=C.UTF-8 \
@@ -57,7 +61,7 @@ unshare -m --propagation private sh -eu -c '
         rc=1
     fi
     exit $rc
-' sh "$top" "$user" $rdev "$tests" "$fm3" || status=$?
+' sh "$top" "$user" $rdev "$tests" "$fm3" "${FASTFILE_FUSE_MTAB:-}" || status=$?
 
 left=$(ls -A "$top/tmp" | head -20)
 if [ -n "$left" ]; then
