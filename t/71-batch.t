@@ -269,6 +269,8 @@ SKIP: {
     my ($mount_st, $mount_out) = run_cmd('mount', '-t', 'autofs', '-o', 'fd=' . fileno($daemon)
                                          . ",pgrp=$sleeper,minproto=5,maxproto=5,direct", 'fftest', $auto);
     my $mounted = $mount_st == 0;
+    $mount_out =~ s/\s+\z//;
+    $mount_out =~ s/\n\s*/ /g;
     kill 'KILL', $sleeper;
     waitpid $sleeper, 0;
     close $daemon;
