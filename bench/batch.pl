@@ -12,8 +12,9 @@
 # progress goes to stderr.
 #
 # Where: without fsync on a tmpfs (/dev/shm: the writer's own cost); with
-# fsync on a journaled ext4, a 1 GiB loop image made and mounted here when
-# run as root (unmounted and deleted at the end), else BENCH_FSYNC_DIR if
+# fsync on a journaled ext4, a 3 GiB loop image (sparse) made in the temp dir
+# and mounted there when run as root (named before it is made; unmounted and
+# deleted at the end), else BENCH_FSYNC_DIR if
 # set, else the fsync rows are skipped with the reason. BENCH_QUICK=1 for a
 # rough, fast run; BENCH_SCALE_N=1000,10000,100000 (the default) sets the
 # sizes of the scale runs, BENCH_SCALE_N=0 skips them.
@@ -39,6 +40,8 @@ my $ROUNDS  = $QUICK ? 5 : 11;      # samples per cell, median taken
 my $SAMPLE  = $QUICK ? 0.01 : 0.03; # seconds a tmpfs sample lasts, about
 my $FSYNC_ROUNDS = $QUICK ? 3 : 7;
 my $T0 = clock_gettime(CLOCK_MONOTONIC);
+sub load_now { open my $l, '<', '/proc/loadavg' or return '?'; return (split ' ', <$l> // '?')[0] }
+my $LOAD_START = load_now();
 
 sub progress { printf STDERR "[%5.1fs] %s\n", clock_gettime(CLOCK_MONOTONIC) - $T0, join '', @_ }
 sub now { clock_gettime(CLOCK_MONOTONIC) }
@@ -56,6 +59,12 @@ sub run {    # ($status, output)
     return ($? >> 8, $out);
 }
 
+{
+    my $secs  = BenchOut::recorded_secs('batch.md', 'bench/batch.pl');
+    my $scale = BenchOut::recorded_secs('batch.md', 'the scale runs');
+    progress(defined $secs ? "the last recorded run took $secs s (bench/batch.md)" : 'no run time recorded in bench/batch.md yet',
+             defined $scale ? ", the scale runs $scale s of it" : '', ': BENCH_SCALE_N=0 skips the scale runs');
+}
 my $work = tempdir('ffbatch-XXXXXX', TMPDIR => 1, CLEANUP => 1);
 my @notes;
 my $out = '';
@@ -76,6 +85,8 @@ if ($ENV{BENCH_FSYNC_DIR}) {
     $img = "$work/ext4.img";
     $mnt = "$work/mnt";
     mkdir $mnt;
+    progress("making a journaled ext4 image for the fsync rows: $img (3 GiB, sparse), loop-mounted on $mnt; "
+             . 'unmounted and removed at the end (BENCH_FSYNC_DIR=dir uses a directory of yours instead)');
     # room for the scale runs: 100,000 temps and 10,000 directories at once
     my ($rc, $o) = run('truncate', '-s', '3G', $img);
     ($rc, $o) = run('mkfs.ext4', '-q', '-F', '-N', '400000', $img) unless $rc;
@@ -319,6 +330,7 @@ my @SCALE_N = grep { $_ } split /,/, ($ENV{BENCH_SCALE_N} // ($QUICK ? '1000,100
 my $SCALE_NOFILE = $ENV{BENCH_SCALE_NOFILE} // 1024;
 sub under_nofile { return ('sh', '-c', 'ulimit -n "$0" && exec "$@"', $SCALE_NOFILE, @_) }
 my (@srows, @frows);
+my $scale_t0 = now();
 for my $fsync (@SCALE_N ? (0, 1) : ()) {
     my $root = $fsync ? $ext4 : $tmpfs;
     next unless $root;
@@ -333,11 +345,10 @@ for my $fsync (@SCALE_N ? (0, 1) : ()) {
                     my $base = "$root/scale";
                     system('rm', '-rf', $base);
                     mkdir $base or die "mkdir $base: $!";
-                    progress("scale: $how of $n files in $ndirs directories, fsync $fsync");
-                    open my $ph, '-|', under_nofile($^X, FFTest::inc_args(), '-e', $SCALE_CHILD, $base, $n, $ndirs, $fsync, $how)
-                        or die "fork: $!";
-                    my $o = do { local $/; <$ph> };
-                    close $ph;
+                    my $what = "scale: $how of $n files in $ndirs directories, fsync $fsync";
+                    progress($what);
+                    my (undef, $o) = BenchOut::run_progress("[batch.pl] $what", 10,
+                        under_nofile($^X, FFTest::inc_args(), '-e', $SCALE_CHILD, $base, $n, $ndirs, $fsync, $how));
                     my ($t, $before, $after) = split ' ', $o // '';
                     die "scale child failed: $o\n" unless defined $after;
                     push @samples, [ $t / $n, ($after - $before) * 1024 / $n, $after ];
@@ -358,11 +369,14 @@ for my $fsync (@SCALE_N ? (0, 1) : ()) {
             system('rm', '-rf', $base);
             mkdir $base;
             my $log = "$work/scale-strace.log";
-            progress("scale: strace of a batch of $n files in $ndirs directories, fsync $fsync");
+            my $what = "scale: strace of a batch of $n files in $ndirs directories, fsync $fsync";
+            progress($what);
             (my $code = $SCALE_CHILD) =~ s/^my \$before = hwm\(\);$/my \$before = hwm(); chdir "\/ffbatch-mark-start";/m;
             $code =~ s/^\$t = clock_gettime.*$/chdir "\/ffbatch-mark-end"; \$t = 0;/m;
-            system(under_nofile('strace', '-f', '-qq', '-o', $log, $^X, FFTest::inc_args(), '-e', $code, $base, $n,
-                                $ndirs, $fsync, 'batch')) == 0 or die "traced scale child failed\n";
+            # its stdout (the child's timing line) captured: not a raw line in the report
+            my ($st) = BenchOut::run_progress("[batch.pl] $what", 10, under_nofile('strace', '-f', '-qq', '-o', $log,
+                $^X, FFTest::inc_args(), '-e', $code, $base, $n, $ndirs, $fsync, 'batch'));
+            $st == 0 or die "traced scale child failed\n";
             my ($in, $calls, %open, $peak, %count) = (0, 0);
             $peak = 0;
             open my $fh, '<', $log or die "strace log: $!";
@@ -390,6 +404,7 @@ for my $fsync (@SCALE_N ? (0, 1) : ()) {
         }
     }
 }
+my $scale_secs = @SCALE_N ? now() - $scale_t0 : undef;
 if (@srows) {
     say_md("\n## Scale: N files of 1 KiB, one batch against a loop of single calls\n\n",
            "File i goes into directory i mod D. Time per file; RSS per file: the growth of the peak RSS "
@@ -405,9 +420,13 @@ if (@srows) {
 }
 
 say_md("\nNotes: ", join(' ', @notes), "\n") if @notes;
+say_md(sprintf "\n%s Run time of the scale runs: %d s.\n", BenchOut::run_time_line('bench/batch.pl'), $scale_secs)
+    if defined $scale_secs;
+say_md("\n" . BenchOut::run_time_line('bench/batch.pl') . " (no scale runs: BENCH_SCALE_N=0)\n") unless defined $scale_secs;
 chomp(my $kernel = `uname -r`);
-say_md(sprintf "\nperl %s, Linux %s, %s; %s.\n", $^V, $kernel,
-       (`nproc` =~ /(\d+)/ ? "$1 CPUs" : '? CPUs'), $QUICK ? 'BENCH_QUICK' : 'full run');
+say_md(sprintf "\nperl %s, Linux %s, %s; %s; %s; load average (1 min) at start / end %s / %s.\n", $^V, $kernel,
+       (`nproc` =~ /(\d+)/ ? "$1 CPUs" : '? CPUs'), $QUICK ? 'BENCH_QUICK' : 'full run',
+       POSIX::strftime('%Y-%m-%d %H:%M:%S %Z', localtime), $LOAD_START, load_now());
 
 my $batch_md = BenchOut::path('batch.md');
 open my $md, '>', $batch_md or die "$batch_md: $!\n";

@@ -135,20 +135,9 @@ sub slurp {
 
 # ---------------------------------------------------------------- setup ---
 
-# filesystem type, device and mount point holding $path (longest match)
-sub fs_of {
-    my ($path) = @_;
-    $path = abs_path($path) // $path;
-    my ($type, $mnt, $dev, $opts) = ('?', '', '?', '');
-    for (split /\n/, slurp('/proc/mounts')) {
-        my ($d, $m, $t, $o) = split ' ';
-        $m =~ s/\\([0-7]{3})/chr oct $1/ge;
-        if (index("$path/", $m eq '/' ? '/' : "$m/") == 0 && length $m >= length $mnt) {
-            ($type, $mnt, $dev, $opts) = ($t, $m, $d, $o);
-        }
-    }
-    return { type => $type, mnt => $mnt, dev => $dev, opts => $opts, path => $path };
-}
+# filesystem type, device and mount point holding $path (BenchOut: from
+# stat -f where /proc/mounts lists nothing above it, as in a chroot)
+sub fs_of { return BenchOut::fs_of(@_) }
 
 my $work = tempdir('fastfile-bench-XXXXXX', TMPDIR => 1, CLEANUP => 1);
 my @notes;
@@ -644,7 +633,7 @@ if (!$fuse_why) {
     }
 }
 
-push @notes, sprintf('Total run time of this benchmark: %.0f s.', clock_gettime(CLOCK_MONOTONIC) - $T_START);
+push @notes, BenchOut::run_time_line('bench/compare.pl');
 push @md, "## Notes\n", join '', map { "- $_\n" } @notes;
 
 my $md = join "\n", @md;

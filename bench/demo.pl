@@ -20,6 +20,13 @@ use FFTest ();    # without import: no test-only warning hook here
 use FastFS ();
 use Reference ();
 
+# However it ends (`make demo | head`: SIGPIPE; kill; Ctrl-C) it exits through
+# perl's END blocks, so that File::Temp removes its directory in /dev/shm and
+# FastFS unmounts t/fusefs and removes its directory and log: a signal's
+# default action skips them all.
+$SIG{$_} = sub { exit 1 } for qw(PIPE TERM INT HUP);
+$| = 1;    # each line as it comes, through a pipe too
+
 my $SIZE      = 1 << 20;
 my $MAX_WRITE = 128 << 10;    # pmxcfs with big_writes
 my $data      = BenchWriters::payload($SIZE);
@@ -143,8 +150,10 @@ sub syscalls_of {
     my $log = "$dir/strace.log";
     my $code = 'my ($n, $f, $s) = @ARGV; my $w = BenchWriters::writer($n); my $d = BenchWriters::payload($s);'
              . ' $w->($f, $d); chdir "/demo-mark-start"; $w->($f, $d); chdir "/demo-mark-end";';
-    system($strace, '-qq', '-o', $log, $^X, @INC_ARGS, '-MBenchWriters', '-e', $code,
-           $name, "$dir/trace.cfg", $SIZE) == 0 or return 'strace failed';
+    my $st = system($strace, '-qq', '-o', $log, $^X, @INC_ARGS, '-MBenchWriters', '-e', $code,
+                    $name, "$dir/trace.cfg", $SIZE);
+    exit 1 if grep { ($st & 127) == $_ } 2, 15;    # system ignored the Ctrl-C that ended strace
+    $st == 0 or return 'strace failed';
     open my $fh, '<', $log or return "no strace log: $!";
     my ($in, %n, $total) = (0);
     while (<$fh>) {
@@ -181,4 +190,5 @@ for my $w (@writers) {
     printf "  %-31s %7.3f ms %7.2fx   %s\n", $label{ $w->[0] }, $best{ $w->[0] } * 1000,
         $best{ $w->[0] } / $best{fastfile}, syscalls_of($w->[0]);
 }
-print "\nEvery writer stored identical bytes. Full tables: make bench (bench/results.md).\n";
+print "\nEvery writer stored identical bytes. Full tables: `make bench` writes them into bench-out/\n",
+      "(results.md, batch.md, amplification.svg); the tracked copies are in bench/.\n";

@@ -43,15 +43,7 @@ sub fmt_time {
     return $us < 100 ? sprintf('%.1f µs', $us) : $us < 10000 ? sprintf('%.0f µs', $us) : sprintf('%.1f ms', $us / 1000);
 }
 sub slurp { my ($f) = @_; open my $fh, '<', $f or return ''; local $/; return scalar <$fh> }
-sub fs_type {
-    my ($path) = @_;
-    my ($type, $mnt) = ('?', '');
-    for (split /\n/, slurp('/proc/mounts')) {
-        my (undef, $m, $t) = split ' ';
-        ($type, $mnt) = ($t, $m) if index("$path/", $m eq '/' ? '/' : "$m/") == 0 && length $m >= length $mnt;
-    }
-    return $type;
-}
+sub fs_type { return BenchOut::fs_of($_[0])->{type} }    # stat -f where /proc/mounts has no entry (a chroot)
 
 # config-like bytes
 sub payload { my ($n) = @_; my $line = join('', 'a' .. 'z', 'A' .. 'Z', 0 .. 9, "\n") x 1; return substr($line x ($n / length($line) + 1), 0, $n) }
@@ -107,7 +99,7 @@ unless ($strace_why) {
             $calls{$h}{$who}{$s} = scalar @io;
             $lists{$h}{$who}{$s} = \@io;
         }
-        print STDERR "syscalls at ", human($s), " done\n";
+        print STDERR "helpers-copy: syscalls at ", human($s), " done\n";
     }
 }
 
@@ -141,7 +133,7 @@ for my $w (@where) {
                 }
             }
             $time{$name}{$fs}{$s}{$_} = median(@{ $t{$_} }) for keys %t;
-            print STDERR "$name on $fs at ", human($s), ": $n calls a batch\n";
+            print STDERR "helpers-copy: $name on $fs at ", human($s), ": $n calls a batch\n";
         }
     }
 }
@@ -184,7 +176,8 @@ for my $w (@where) {
     $out .= "\n";
 }
 
+$out .= BenchOut::run_time_line('bench/helpers-copy.pl') . "\n";
 print $out;
 
 # results.md's section of these helpers (bench-out/, or bench/ with BENCH_UPDATE=1)
-print BenchOut::wrote(BenchOut::put_section('results.md', 'helpers-copy', $out)), "\n";
+print STDERR 'helpers-copy: ', BenchOut::wrote(BenchOut::put_section('results.md', 'helpers-copy', $out)), "\n";

@@ -181,5 +181,6 @@ my $md = "## PVE::File's helpers (tempfile_contents, file_read_last_line, tempfi
     }
 }
 
+$md .= "\n" . BenchOut::run_time_line('bench/helpers-tempfile.pl') . "\n";
 print $md;
 progress(BenchOut::wrote(BenchOut::put_section('results.md', 'helpers-tempfile', $md)));

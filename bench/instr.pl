@@ -121,8 +121,12 @@ for my $case (@cases) {
 
 my $table = "| case | instructions | per |\n| :-- | --: | :-- |\n"
           . join('', map { "| $_->[0] | $_->[1] | $_->[2] |\n" } @rows);
-my $head = sprintf "perl %vd (%s), %s; callgrind (%s), XSUB inclusive, (3N - N calls) / 2N; files on %s\n",
-    $^V, $Config{archname}, (`uname -sr` =~ s/\s+\z//r), (`valgrind --version` =~ s/\s+\z//r), $base;
+# the date and the commit: a count belongs to the code it counted
+my $commit = `git rev-parse --short HEAD 2>/dev/null` // '';
+$commit =~ s/\s+\z//;
+my $head = sprintf "perl %vd (%s), %s; callgrind (%s), XSUB inclusive, (3N - N calls) / 2N; files on %s; %s%s\n",
+    $^V, $Config{archname}, (`uname -sr` =~ s/\s+\z//r), (`valgrind --version` =~ s/\s+\z//r), $base,
+    POSIX::strftime('%Y-%m-%d', localtime), length $commit ? ", commit $commit" : '';
 if (!$no_write && !defined $only && !$quick) {
     my $instr = BenchOut::path('instr.md');
     open my $o, '>', $instr or die "$instr: $!\n";

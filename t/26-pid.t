@@ -14,7 +14,7 @@ use warnings;
 use Config;
 use Test::More;
 use lib 't/lib';
-use FFTest qw(tempdir slurp strace_why which inc_args temps_in);
+use FFTest qw(tempdir slurp strace_why inc_args temps_in run_perl);
 use FastFile ();
 use POSIX ();
 
@@ -120,19 +120,10 @@ expect('restored', $$);
 PERL
 
 my $log = "$dir/log";
-open my $sfh, '>', "$dir/child.pl" or die "$dir/child.pl: $!";
-print {$sfh} $script;
-close $sfh or die;
-my $pid = open(my $ph, '-|') // die "fork: $!";
-if (!$pid) {
-    $ENV{LD_PRELOAD} = $cfork if $cfork;
-    open STDERR, '>&', \*STDOUT;
-    exec 'strace', '-f', '-qq', '-e', 'trace=openat', '-o', $log, $^X, inc_args(), "$dir/child.pl",
-        $dir, $HAVE_THREADS, $sys_fork // 0, $cfork ? 1 : 0 or POSIX::_exit(127);
-}
-my $out = do { local $/; <$ph> } // '';
-close $ph;
-is($?, 0, 'the script ran') or diag($out);
+my ($status, $out) = run_perl($script, strace => [ '-e', 'trace=openat', '-o', $log ],
+                              args => [ $dir, $HAVE_THREADS, $sys_fork // 0, $cfork ? 1 : 0 ],
+                              env => { $cfork ? (LD_PRELOAD => $cfork) : () });
+is($status, 0, 'the script ran') or diag($out);
 
 my %want = $out =~ /^(\S+) (\d+)$/mg;
 my $strace = slurp($log) // '';

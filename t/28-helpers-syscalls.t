@@ -7,17 +7,10 @@ use warnings;
 # line with one pread(2) (the reference: a seek and a read per 4 KiB of the
 # line); tempfile never names a file where O_TMPFILE works.
 
-BEGIN { $ENV{LC_ALL} = 'C'; delete $ENV{LANGUAGE} }
-use POSIX qw(setlocale LC_ALL);
-BEGIN { setlocale(LC_ALL, 'C') }
-
 use Test::More;
 use lib 't/lib';
-use FFTest qw(tempdir spew strace_why strace_call calls_named io_calls);
+use FFTest qw(:strace_tests tempdir spew strace_call calls_named io_calls);
 use FastFile ();
-
-my $why = strace_why();
-plan skip_all => $why if $why;
 
 my $dir = tempdir();
 # the portable build has no O_TMPFILE: the reference's named file, unlinked

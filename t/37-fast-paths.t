@@ -21,7 +21,7 @@ use POSIX ();
 use FastFile qw(file_set_contents file_read_firstline atomic_writer);
 use FastFile::Writer;
 use lib 't/lib';
-use FFTest qw(tempdir slurp spew temps_in warnings_of no_warnings which);
+use FFTest qw(tempdir slurp spew temps_in warnings_of no_warnings strace_why run_perl);
 
 POSIX::setlocale(POSIX::LC_ALL(), 'C');
 umask 022;
@@ -273,17 +273,17 @@ my $dir = tempdir();
     is file_read_firstline($dir), undef, 'a directory: undef';
     is open_fds(), $fds, 'no fd left open';
   SKIP: {
-        skip 'no strace', 3 unless which('strace');
+        skip 'strace: ' . strace_why(), 3 if strace_why();
         skip 'no /proc/self/fd', 3 unless defined $fds;
         my $code = 'use FastFile qw(file_read_firstline); opendir my $d, "/proc/self/fd"; '
                  . 'my $n = grep /\A\d+\z/, readdir $d; closedir $d; '
                  . 'my $ok = eval { file_read_firstline($ARGV[0]); 1 }; print $@; '
                  . 'opendir $d, "/proc/self/fd"; my $m = grep /\A\d+\z/, readdir $d; print "fds ", $m - $n, "\n"';
-        my $out = `strace -f -o /dev/null -e trace=read -e inject=read:error=EIO:when=1 -P $f $^X -Mblib -e '$code' $f 2>&1`;
-        skip "strace cannot inject here: $out", 3 if $out =~ /strace:/;
+        my $eio = sub { [ '-e', 'trace=read', '-e', "inject=read:error=EIO:when=$_[0]", '-P', $f ] };
+        my (undef, $out) = run_perl($code, args => [$f], strace => $eio->(1));
         like $out, qr/\Aunable to read file '\Q$f\E' - Input\/output error/, 'read EIO: croaks';
         like $out, qr/^fds 0$/m, 'read EIO: its fd closed';
-        $out = `strace -f -o /dev/null -e trace=read -e inject=read:error=EIO:when=2 -P $f $^X -Mblib -e '$code' $f 2>&1`;
+        (undef, $out) = run_perl($code, args => [$f], strace => $eio->(2));
         unlike $out, qr/unable to read/, 'one read for a short line';
     }
 }

@@ -12,13 +12,16 @@
 # /etc has no mtab. Run as root, the normal user is nobody in a private
 # mount namespace with its own /dev/fuse node (mode 0666, as on a Debian
 # host), so nothing it leaves outlives the test; root's own mounter,
-# umount(8), is faked too.
+# umount(8), is faked too. Where a mount made anyway would stay for good
+# (no /etc/mtab: auto_unmount cannot unmount either) that case skips and
+# says why; a normal user there checks that the probe mounts nothing
+# (xt/tools/fuse-asuser.sh runs this file so, as CI does).
 use strict;
 use warnings;
 use Test::More;
 use File::Temp ();
 use lib 't/lib';
-use FFTest qw(tempdir which run_perl);
+use FFTest qw(tempdir which run_perl in_child);
 use FastFS;
 
 my $MTAB = 'fusermount: failed to open /etc/mtab: No such file or directory';
@@ -143,6 +146,20 @@ SH
     return ($tmp, $out, $out =~ /^left: (.*)$/mg);
 }
 
+# Why nobody cannot run this perl ('' if it can): a perl under a directory
+# only root may enter (perlbrew or plenv in /root, one unpacked under
+# mktemp -d) cannot be executed by the child as_user starts.
+sub perl_as_nobody_why {
+    my ($uid, $gid) = (getpwnam('nobody'))[2, 3];
+    my $out = in_child(sub {
+        no warnings 'exec';    # the failure is the answer
+        my $st = system { $^X } $^X, '-e', '0';
+        return $st == 0 ? '' : $st == -1 ? "$!" : 'exit status ' . ($? >> 8);
+    }, $uid, $gid);
+    return $out =~ /\Aok (.*)\z/s ? $1 : $out;
+}
+
+my $exec_why;
 my $user_why =
       !$REAL                                  ? 'neither fusermount3 nor fusermount is installed (apt-get install fuse)'
     : $> != 0 && (!-r '/dev/fuse' || !-w _)   ? 'no access to /dev/fuse'
@@ -150,10 +167,25 @@ my $user_why =
     : !defined getpwnam('nobody')             ? 'running as root and there is no user "nobody" to become'
     : !which('unshare') || !which('setpriv')  ? 'unshare or setpriv missing (apt-get install util-linux)'
     : system('unshare -m true 2>/dev/null')   ? 'unshare -m is not allowed here (a container without CAP_SYS_ADMIN)'
+    : ($exec_why = perl_as_nobody_why())   ? "nobody cannot execute $^X: $exec_why"
     :                                           '';
+
+# The case below needs fusermount's auto_unmount watchdog to remove the
+# mount once the daemon is gone. It unmounts as `fusermount -u` does, so
+# without /etc/mtab (debootstrap, sbuild and pbuilder roots have none) it
+# cannot either, with fusermount3 as with FUSE 2's fusermount; and
+# fusermount3's watchdog (fuse3 3.14) left the mount of a daemon killed
+# with SIGKILL in place even with /etc/mtab. A mount made anyway would stay,
+# dead, and only root could remove it: skip, and say why.
+my $auto_unmount_why =
+      !-e '/etc/mtab' ? "no /etc/mtab: fusermount's auto_unmount cannot unmount (as root: ln -s ../proc/self/mounts /etc/mtab)"
+    : ($REAL // '') =~ /fusermount3\z/ || -x '/usr/bin/fusermount3'
+                      ? "fusermount3's auto_unmount leaves a dead daemon's mount: it would stay, and only root could remove it"
+    :                   '';
 
 SKIP: {
     skip "a normal user's FUSE: $user_why", 4 if $user_why;
+    skip $auto_unmount_why, 4 if $auto_unmount_why;
     my ($tmp, $out, @left) = as_user(0);
     like $out, qr{^probe: cannot unmount: \Q$MTAB\E$}m,
         'user, fusermount cannot unmount: the probe skips with its message' or diag $out;
@@ -174,18 +206,33 @@ SKIP: {
     like $out, qr{^probe: cannot unmount: \Q$MTAB\E$}m, '... and the probe skips';
 }
 
-# The real thing: FUSE 2's fusermount where /etc/mtab is missing. The probe
-# sees it without mounting (fusermount asked to unmount an empty
-# directory), so not even its own mount stays.
+# The real thing: fusermount (FUSE 2's or fusermount3) where /etc/mtab is
+# missing. The probe sees it without mounting (fusermount asked to unmount
+# an empty directory), so not even its own mount stays.
 SKIP: {
     skip "a normal user's FUSE: $user_why", 3 if $user_why;
     skip 'no /etc/mtab only in a private mount namespace (as root)', 3 if $> != 0;
-    skip "FUSE 2's fusermount only (fusermount3 is installed)", 3 if which('fusermount3');
     my ($tmp, $out, @left) = as_user('no mtab');
-    like $out, qr{^probe: cannot unmount: \S*fusermount: failed to open /etc/mtab: No such file or directory$}m,
+    like $out, qr{^probe: cannot unmount: \S*fusermount3?: failed to open /etc/mtab: No such file or directory$}m,
         'user, no /etc/mtab: the probe skips with fusermount\'s message' or diag $out;
-    like $out, qr{^unmount: \S*fusermount: failed to open /etc/mtab}m, '... a mount made anyway cannot be unmounted';
+    like $out, qr{^unmount: \S*fusermount3?: failed to open /etc/mtab}m, '... a mount made anyway cannot be unmounted';
     is scalar(@left), 1, '... and only that one stays: the probe mounted nothing' or diag $out;
+}
+
+# The same as a normal user in such a root (no namespace to drop the mount
+# with): the probe alone, as every FUSE test file runs it; it skips with
+# fusermount's message and mounts nothing, so nothing is left that the user
+# cannot remove.
+SKIP: {
+    skip 'as root: the case above', 2 if $> == 0;
+    skip "a normal user's FUSE: $user_why", 2 if $user_why;
+    skip '/etc/mtab is there', 2 if -e '/etc/mtab';
+    my $tmp = tempdir();
+    my ($st, $out) = run_perl('use FastFS; print "probe: ", FastFS::available(), "\n";',
+                              switches => ["-I$LIB"], env => { TMPDIR => $tmp });
+    like $out, qr{^probe: cannot unmount: \S*fusermount3?: failed to open /etc/mtab: No such file or directory$}m,
+        'user, no /etc/mtab: the probe skips with fusermount\'s message' or diag $out;
+    is_deeply [ FastFS::mounts_under($tmp) ], [], '... and mounts nothing';
 }
 
 done_testing;

@@ -8,6 +8,7 @@ use strict;
 use warnings;
 use Test::More;
 use Fcntl ();
+use File::Spec ();
 use POSIX qw(ceil);
 use lib 't/lib';
 use FFTest qw(slurp);
@@ -123,15 +124,7 @@ my %ours = map { $_ => 1 } @dirs;
     $fs->unmount;
 }
 
-my @stale;
-if (open my $mounts, '<', '/proc/mounts') {
-    while (<$mounts>) {
-        my $m = (split ' ')[1] // next;
-        $m =~ s/\\([0-7]{3})/chr oct $1/ge;
-        push @stale, $m if $ours{$m};
-    }
-    close $mounts;
-}
+my @stale = grep { $ours{$_} } FastFS::mounts_under(File::Spec->tmpdir);
 is_deeply \@stale, [], 'no stale fastfs mount in /proc/mounts';
 is scalar(grep { kill 0, $_ } @pids), 0, 'every fastfs daemon has exited';
 is scalar(grep { -e } @dirs), 0, 'mount points removed';

@@ -7,18 +7,11 @@ use warnings;
 # behind, no fd leaked; tempfile's fallbacks where O_TMPFILE is unsupported
 # (a memfd without a dir option, else the named file); fd exhaustion.
 
-BEGIN { $ENV{LC_ALL} = 'C'; delete $ENV{LANGUAGE} }
-use POSIX qw(setlocale LC_ALL);
-BEGIN { setlocale(LC_ALL, 'C') }
-
 use Test::More;
 use lib 't/lib';
-use FFTest qw(tempdir spew strace_why strace_call strace_calls calls_named run_perl full_testing);
+use FFTest qw(:strace_tests tempdir spew strace_call strace_calls calls_named run_perl full_testing);
 use Errno ();
 use FastFile ();
-
-my $why = strace_why();
-plan skip_all => $why if $why;
 
 my $dir = tempdir();
 my $portable = FastFile::_build_info()->{portable};

@@ -39,4 +39,19 @@ for my $target (qw(asan leakcheck matrix tarball-check deb-check clang-check por
     like(join('', `make -n bench-update 2>/dev/null`), qr/BENCH_UPDATE=1/, 'make bench-update sets BENCH_UPDATE=1');
 }
 
+# make bench names the filesystem where /proc/mounts has no entry above the
+# directory (a chroot): from stat -f and the device, never '?'
+{
+    require lib;
+    lib->import('bench/lib');
+    require BenchOut;
+    my $fs = BenchOut::fs_of('/tmp', '/dev/null');
+    my $want = `stat -f -c %T /tmp`;
+    chomp $want;
+    like($fs->{type}, qr/^\Q$want\E \(stat -f/, "no mount table: the type from stat -f ($fs->{type})");
+    like($fs->{dev}, qr/^device \d+:\d+\z/, "... and the device ($fs->{dev})");
+    like(BenchOut::expect(), qr/BENCH_SCALE_N=0 skips/, 'make bench says first how to skip the scale runs');
+    like(join('', `make -n bench 2>/dev/null`), qr/BenchOut::expect/, '... make bench prints it');
+}
+
 done_testing;

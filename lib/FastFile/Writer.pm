@@ -76,7 +76,7 @@ FastFile::Writer - stream a file and replace the target atomically, one write(2)
   my $w = atomic_writer($file, { utf8 => 1, buffer_size => 64 * 1024 });
   my $fh = $w->fh;
   printf {$fh} "%s=%d\n", $key, $value;
-  close $fh;           # close commits (see L</fh>)
+  close $fh;           # close commits (see "fh" below)
 
 =head1 DESCRIPTION
 

@@ -48,9 +48,21 @@ sub full_testing { return !!($ENV{RELEASE_TESTING} || $ENV{AUTHOR_TESTING}) }
 
 my ($UNEXPECTED, $CHECKED) = (0, 0);
 
+# use FFTest ':strace_tests', NAMES...: a test file that is all strace (t/28,
+# t/86) gets the C locale (so that $! reads as the texts it compares; set at
+# its `use`, before the code under test loads) and skips whole, saying why,
+# where strace cannot trace or inject.
 sub import {
     my ($class, @names) = @_;
     $SIG{__WARN__} = \&_unexpected_warning if caller eq 'main';
+    if (grep { $_ eq ':strace_tests' } @names) {
+        @names = grep { $_ ne ':strace_tests' } @names;
+        $ENV{LC_ALL} = 'C';
+        delete $ENV{LANGUAGE};
+        POSIX::setlocale(POSIX::LC_ALL(), 'C');
+        my $why = strace_why();
+        Test::More::plan(skip_all => $why) if $why;
+    }
     $class->export_to_level(1, $class, @names);
 }
 
@@ -305,9 +317,17 @@ sub inc_args {
 # exit status ($?) and what it printed (stdout and stderr together).
 # ulimit_f runs it under `ulimit -f N` (blocks of 512 or 1024 bytes),
 # ulimit_n under `ulimit -n N` (open files).
+# strace => [...] runs it under `strace -f -qq` with these arguments (the
+# output, -o, goes to /dev/null unless they name a log), for a test that
+# wants a whole perl traced, its output and status, not strace_call's
+# records of one snippet.
 sub run_perl {
     my ($code, %o) = @_;
     my @cmd = _ulimited(\%o, $^X, @{ $o{switches} || [] }, inc_args(), '-e', $code, @{ $o{args} || [] });
+    if (my $strace = $o{strace}) {
+        my @log = (grep { $_ eq '-o' } @$strace) ? () : ('-o', '/dev/null');
+        unshift @cmd, 'strace', '-f', '-qq', @log, @$strace, '--';
+    }
     my $pid = open(my $ph, '-|') // die "fork: $!\n";
     if (!$pid) {
         open STDIN, '<', '/dev/null';

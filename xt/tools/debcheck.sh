@@ -44,15 +44,26 @@ dpkg_waiting() {
 }
 
 cd "$ROOT" || exit 1
-LOG=$(mktemp "${TMPDIR:-/tmp}/fastfile-deb.XXXXXX") || exit 1
-trap 'rm -f "$LOG"' EXIT
+# Everything it makes outside the tree goes in $WORK (lintian's temp files
+# too: it left /tmp/mldbm-elf-*), removed however the check ends, and a
+# package it installed is removed again (a signal between dpkg -i and -r
+# left it installed): exit on a signal runs the EXIT trap
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/fastfile-deb.XXXXXX") || exit 1
+LOG=$WORK/log
+installed=0
+cleanup() {
+    [ "$installed" = 0 ] || dpkg -r libfastfile-perl >/dev/null 2>&1 || echo "debcheck: dpkg -r libfastfile-perl failed" >&2
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP PIPE
 { $PERL Makefile.PL && make deb; } >"$LOG" 2>&1 || { cat "$LOG" >&2; fail "make deb failed"; }
 grep -E '^(Files=|Result|t/.* skipped)' "$LOG"
 DEB=$(ls deb-build/libfastfile-perl_*.deb) || fail "no .deb in deb-build/"
 echo "debcheck: built $DEB"
 
 echo "debcheck: lintian (no errors allowed):"
-lintian --fail-on error deb-build/*.changes >"$LOG" 2>&1
+TMPDIR=$WORK lintian --fail-on error deb-build/*.changes >"$LOG" 2>&1
 lintian_status=$?
 grep -v '^running with root privileges' "$LOG"
 [ $lintian_status = 0 ] || fail "lintian reports errors"
@@ -60,6 +71,7 @@ grep -v '^running with root privileges' "$LOG"
 echo "debcheck: dpkg -c $DEB:"
 dpkg -c "$DEB"
 
+installed=1
 dpkg_waiting -i "$DEB" || { cat "$LOG" >&2; fail "dpkg -i failed"; }
 status=0
 # from /, so no blib/ or lib/ of this tree can be used
@@ -68,7 +80,8 @@ status=0
     print "debcheck: loads FastFile $FastFile::VERSION from $INC{q{FastFile.pm}}\n"') || status=1
 man -P cat 3pm FastFile 2>/dev/null | grep -q 'file_set_contents' \
     && echo "debcheck: man 3pm FastFile works" || { echo "debcheck: man 3pm FastFile fails" >&2; status=1; }
-(AUTOPKGTEST_TMP=$(mktemp -d) && export AUTOPKGTEST_TMP && sh debian/tests/smoke; r=$?; rm -rf "$AUTOPKGTEST_TMP"; exit $r) || status=1
+(AUTOPKGTEST_TMP=$(mktemp -d "$WORK/smoke.XXXXXX") && export AUTOPKGTEST_TMP && sh debian/tests/smoke) || status=1
 dpkg_waiting -r libfastfile-perl || { cat "$LOG" >&2; fail "dpkg -r failed"; }
+installed=0
 [ $status = 0 ] || fail "the installed package does not work"
 echo "debcheck: ok (package removed again)"

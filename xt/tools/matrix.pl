@@ -12,6 +12,8 @@
 #   FASTFILE_MATRIX      space-separated names to run instead of all
 #                        ("system" is the perl that runs this script)
 #   FASTFILE_MATRIX_KEEP=1  keep the build directories
+#   FASTFILE_MATRIX_LOGS  where the whole log of a perl that failed is kept
+#                        (default matrix-logs/ here): its build directory goes
 #   HARNESS_OPTIONS      jN: test files run N at a time (default: one per CPU, at most 8)
 # Exit status: 0 when every perl built and passed, else 1.
 use strict;
@@ -125,8 +127,18 @@ sub run_one {
     $total{failed}++ if !$pass && !$c{failed};   # a build that failed counts as one failure
     if (!$pass) {
         open my $lh, '<', $log;
-        my @tail = $lh ? <$lh> : ();
-        print "---- $name: last lines of $log\n", @tail[ (@tail > 60 ? -60 : 0) .. $#tail ], "----\n";
+        my @all = $lh ? <$lh> : ();
+        # every failure's lines (a tail alone once lost 21 of them), the tail,
+        # and the whole log kept outside the build directory
+        my @failed = grep { /^(?:not ok|#|t\/\S+\s+\(Wstat|\s+Failed tests|Dubious|\s+Parse errors)/ } @all;
+        print "---- $name: the failures in $log\n", @failed[ 0 .. ($#failed > 399 ? 399 : $#failed) ],
+              "---- $name: last lines\n", @all[ (@all > 60 ? -60 : 0) .. $#all ], "----\n";
+        my $keep = $ENV{FASTFILE_MATRIX_LOGS} || "$root/matrix-logs";
+        if ((-d $keep || mkdir $keep) && system('cp', $log, "$keep/$name.log") == 0) {
+            print "(the whole log: $keep/$name.log)\n";
+        } else {
+            print "(could not keep the log in $keep)\n";
+        }
         print "(build kept in $dir)\n" if $ENV{FASTFILE_MATRIX_KEEP};
     }
     return sprintf "%-26s %-8s %-7s %-9s %7s %6s %7s %10s %5.0f  %s",
