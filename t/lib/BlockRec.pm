@@ -95,6 +95,33 @@ sub _run {
     return $out;
 }
 
+# _run, again while the device is busy (a moment after an umount), 3 s at most
+sub _busy_retry {
+    my (@cmd) = @_;
+    for my $try (1 .. 30) {
+        my $out = eval { _run(@cmd) };
+        return $out if defined $out;
+        die $@ if $try == 30 || $@ !~ /busy/i;
+        select undef, undef, undef, 0.1;
+    }
+}
+
+# Runs this test again (exec) in a mount namespace of its own, where no
+# other process on the machine gets a copy of its mounts (a copy made by
+# someone's unshare(1) keeps a state's filesystem alive after our umount,
+# and the loop device busy), and where every mount goes when the test ends,
+# however it ends. Does nothing without unshare(1) or when already done.
+sub private_mounts {
+    my (@argv) = @_;
+    return if $ENV{FF_BLOCKREC_NS} || $> != 0;
+    my $unshare = _tool('unshare') or return;
+    my ($status) = run_cmd($unshare, '-m', '--propagation', 'private', 'true');
+    return if $status;
+    $ENV{FF_BLOCKREC_NS} = 1;
+    exec { $unshare } $unshare, '-m', '--propagation', 'private', $^X, FFTest::inc_args(), $0, @argv;
+    die "exec $unshare: $!\n";
+}
+
 sub new {
     my ($class, %opt) = @_;
     my $spec = $FS{ $opt{fs} } or die "BlockRec: unknown filesystem $opt{fs}\n";
@@ -191,9 +218,10 @@ sub umount_disk {
     $self->{disk_mounted} = 0;
 }
 
-# Builds the state, then: mount (journal replay), umount, checker, mount
-# read-only, $check->(mount point) (a text: '' when all is well), umount.
-# Returns '' or what failed.
+# Builds the state, then: a read-only mount (which replays the journal,
+# ext4's and xfs', or btrfs' log tree, on the loop device), $check->(mount
+# point) (a text: '' when all is well), umount, the checker on the replayed
+# state. Returns '' or what failed.
 sub check_state {
     my ($self, $n, $more, $check) = @_;
     $self->control("state $n @$more");
@@ -201,19 +229,15 @@ sub check_state {
     my $err = eval {
         _run('blockdev', '--flushbufs', $dev);    # no block of the last state cached
         $self->_forget;
-        my @o = $self->{fs} eq 'xfs' ? ('-o', 'nouuid') : ();
-        _run('mount', @o, $dev, $self->{smnt});
-        $self->{state_mounted} = 1;
-        _run('umount', $self->{smnt});
-        $self->{state_mounted} = 0;
-        my ($status, $out) = run_cmd(_tool($self->{spec}{fsck}[0]), @{ $self->{spec}{fsck} }[1 .. $#{ $self->{spec}{fsck} }], $dev);
-        die "@{ $self->{spec}{fsck} } found errors after the replay: " . (substr($out, 0, 2000) =~ s/\s+\z//r) . "\n"
-            if $status;
-        _run('mount', '-o', join(',', 'ro', @o ? 'nouuid' : ()), $dev, $self->{smnt});
+        _busy_retry('mount', '-o', ($self->{fs} eq 'xfs' ? 'ro,nouuid' : 'ro'), $dev, $self->{smnt});
         $self->{state_mounted} = 1;
         my $bad = $check->($self->{smnt});
         _run('umount', $self->{smnt});
         $self->{state_mounted} = 0;
+        my ($fsck, @args) = @{ $self->{spec}{fsck} };
+        my $out = eval { _busy_retry($fsck, @args, $dev); '' } // $@;
+        $bad = join '; ', grep { length } $bad, "$fsck found errors: " . substr($out, 0, 2000) =~ s/\s+\z//r
+            if length $out;
         $bad;
     } // $@;
     if ($self->{state_mounted}) {
