@@ -21,7 +21,8 @@
 #   directory it made exists; a batch with fsync: every target new;
 # - no other file changed (temps "*.tmp.<pid>*" may stay);
 # - without fsync: the target is never missing when it existed; what it held
-#   (old, new, empty, partial) is counted, the table of bench/results.md.
+#   (old, new, empty, zeros: its size but no data, partial, missing) is
+#   counted: the table of bench/results.md.
 #
 # It can fail (shown once with throwaway builds, FF_CRASH_SEED=1):
 # - without the directory fsync (ff_io.c sync_one_dir: no fsync(2)) it fails
@@ -48,8 +49,8 @@ use Time::HiRes ();
 
 my $FULL = FFTest::full_testing();
 my $SEED = $ENV{FF_CRASH_SEED} // (time ^ $$) % 1_000_000;
-my $PREFIXES = $FULL ? 8 : 3;
-my $SUBSETS  = $FULL ? 4 : 1;
+my $PREFIXES = $FULL ? 6 : 3;
+my $SUBSETS  = $FULL ? 3 : 1;
 
 # name => [ filesystem, mount options ]
 my %CONFIG = (
@@ -62,6 +63,13 @@ my @CONFIGS = $ENV{FF_CRASH_FS} ? split(/,/, $ENV{FF_CRASH_FS})
             : $FULL ? qw(ext4 ext4-writeback xfs btrfs) : qw(ext4);
 
 my @usable = grep { !BlockRec::available($CONFIG{$_}[0]) } @CONFIGS;
+# FF_CRASH_REQUIRE=1 (CI): a filesystem that cannot be tested fails
+if ($ENV{FF_CRASH_REQUIRE}) {
+    for my $config (@CONFIGS) {
+        my $why = BlockRec::available($CONFIG{$config}[0]);
+        BAIL_OUT("t/92-crash-block.t: $config: $why (FF_CRASH_REQUIRE is set)") if $why;
+    }
+}
 if (!@usable) {
     my $why = BlockRec::available($CONFIG{ $CONFIGS[0] }[0]);
     plan skip_all => "block-level crash test: $why";
@@ -141,6 +149,7 @@ sub classify {
     return 'new' if $data eq $new;
     return 'old' if defined $old && $data eq $old;
     return 'empty' if $data eq '';
+    return 'zeros' if $data !~ /[^\0]/;     # the size written, not the data: a hole
     return 'partial';
 }
 
@@ -225,8 +234,9 @@ for my $config (@CONFIGS) {
         $w->{run}->($wd);
         $r->mark("return");
         unless ($w->{fsync}) {
-            # no fsync: let the filesystem commit by itself (commit=1), then sync
-            Time::HiRes::sleep(1.2);
+            # no fsync: let the filesystem commit by itself (commit=1: ext4's
+            # journal, btrfs' transaction; xfs has no such timer), then sync
+            Time::HiRes::sleep(1.2) if $opts =~ /commit=/;
             FFTest::run_cmd('sync', '-f', $wd);
         }
         $r->mark('end');
@@ -250,6 +260,8 @@ for my $config (@CONFIGS) {
                     my ($old, $new) = @{ $w->{targets}{$t} };
                     my $c = classify($now->{$t}, $old, $new);
                     $seen{$c}++;
+                    diag sprintf "state %d+[%s]: %s is %s: %d bytes, %s...", $n, "@$more", $t, $c,
+                        length $now->{$t}, unpack('H40', $now->{$t}) if $ENV{FF_CRASH_DEBUG} && $c =~ /partial|zeros/;
                     $TABLE{$config}{ $w->{name} =~ s{/.*}{}r }{ $w->{name} =~ m{/(\w+)$} ? $1 : '' }{$c}++
                         unless $w->{fsync};
                     if ($w->{fsync} && $returned) {
@@ -286,18 +298,19 @@ for my $config (@CONFIGS) {
     }
     $r->umount_disk;
     $r->destroy;
-    note sprintf "%s: %d workloads, %.1f s", $config, scalar @work, Time::HiRes::time() - $t0;
+    note sprintf "%s: %d workloads, %d states, %.1f s", $config, scalar @work,
+        eval { my $n = 0; $n += $_->[2] for grep { $_->[0] eq $config } @REPORT; $n }, Time::HiRes::time() - $t0;
 }
 
 note "states checked (filesystem, workload, states, flushes, writes, seed, what the targets held):";
 note join ' ', @$_ for @REPORT;
 if (%TABLE) {
-    note "without fsync, what each target held over the states (old/new/empty/partial/missing):";
+    note "without fsync, what each target held over the states (old/new/empty/zeros/partial/missing):";
     for my $c (sort keys %TABLE) {
         for my $k (sort keys %{ $TABLE{$c} }) {
             for my $m (sort keys %{ $TABLE{$c}{$k} }) {
                 my $h = $TABLE{$c}{$k}{$m};
-                note "$c $k $m: " . join ' ', map { "$_=" . ($h->{$_} // 0) } qw(old new empty partial missing);
+                note "$c $k $m: " . join ' ', map { "$_=" . ($h->{$_} // 0) } qw(old new empty zeros partial missing);
             }
         }
     }
