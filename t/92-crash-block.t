@@ -8,8 +8,9 @@
 #
 # States of a workload: the disk after every flush, and inside each epoch
 # between two flushes (a disk may persist the writes since the last flush in
-# any order, or only some) every prefix of its writes (at most PREFIXES,
-# evenly spread) and SUBSETS seeded random subsets. The seed is printed; set
+# any order, or only some) prefixes of its writes (all of them in the epoch
+# the call returned in, else at most PREFIXES, evenly spread) and SUBSETS
+# seeded random subsets. The seed is printed; set
 # FF_CRASH_SEED to replay it. FF_CRASH_FS=ext4,xfs picks the filesystems
 # (ext4, ext4-writeback, xfs, btrfs), FF_CRASH_ONLY=regex the workloads.
 #
@@ -172,7 +173,7 @@ sub tree {
 # The states of a log (entries before $end): [ n, [more], epoch end ],
 # deduplicated: after each flush, prefixes and random subsets of each epoch.
 sub states {
-    my ($log, $end, $rng) = @_;
+    my ($log, $end, $ret, $rng) = @_;
     my @flush = grep { $log->[$_][0] eq 'F' } 0 .. $end - 1;
     my @bounds = (-1, @flush, $end);
     my (%seen, @s);
@@ -185,8 +186,10 @@ sub states {
         my ($a, $b) = @bounds[ $e, $e + 1 ];
         my @w = grep { $log->[$_][0] eq 'W' } $a + 1 .. $b - 1;
         $add->($a + 1, [], $b, 'flush');
-        # prefixes: 1 .. @w writes, evenly spread (the full epoch is the next flush state)
-        my @k = @w <= $PREFIXES ? (1 .. $#w) : map { int($_ * @w / ($PREFIXES + 1)) || 1 } 1 .. $PREFIXES;
+        # prefixes: 1 .. @w writes (the full epoch is the next flush state),
+        # all in the epoch the call returned in, else PREFIXES evenly spread
+        my $all = @w <= $PREFIXES || $a < $ret && $ret < $b;
+        my @k = $all ? (1 .. $#w) : map { int($_ * @w / ($PREFIXES + 1)) || 1 } 1 .. $PREFIXES;
         $add->($w[ $_ - 1 ] + 1, [], $b, 'prefix') for grep { $_ >= 1 && $_ < @w } @k;
         next if @w < 2;
         for (1 .. $SUBSETS) {
@@ -245,7 +248,7 @@ for my $config (@CONFIGS) {
         my ($ret) = grep { $log[$_][0] eq 'M' && $log[$_][1] eq 'return' } 0 .. $#log;
         # per filesystem and workload, so FF_CRASH_ONLY replays one alone
         my $seed = ($SEED + unpack('%32C*', "$config $w->{name}") * 7919) % 2147483647;
-        my @states = states(\@log, $end, rng($seed));
+        my @states = states(\@log, $end, $ret, rng($seed));
         diag "log of $w->{name}: " . join " ", map { join ":", @$_ } @log[0 .. $end] if $ENV{FF_CRASH_DEBUG};
         my ($checked, @fail, %seen) = (0);
         for my $s (@states) {
