@@ -34,7 +34,11 @@
 # - without the file's fdatasync (ff_io.c commit_in) it fails on all four
 #   too: the target renamed into place but empty ("t is empty, not new")
 #   on ext4 for created files (replaced ones survive: auto_da_alloc), on
-#   ext4 data=writeback, xfs and btrfs for replaced ones as well.
+#   ext4 data=writeback, xfs and btrfs for replaced ones as well;
+# - without mkdir's fsyncs of the parents (ff_io.c sync_parents_at: no
+#   level) it still passes on all four: ext4's and xfs' journal commits
+#   everything, btrfs commits its transaction on the fsync of a directory
+#   made in it. That barrier is for other filesystems (t/72's model).
 #
 # Default `make test`: ext4 only, a small seeded sample (at most ~20 s).
 # RELEASE_TESTING=1 (`make crash-test`): every workload on ext4,
