@@ -66,6 +66,9 @@ my %CONFIG = (
 );
 my @CONFIGS = $ENV{FF_CRASH_FS} ? split(/,/, $ENV{FF_CRASH_FS})
             : $FULL ? qw(ext4 ext4-writeback xfs btrfs) : qw(ext4);
+for (grep { !$CONFIG{$_} } @CONFIGS) {
+    BAIL_OUT("FF_CRASH_FS: no configuration '$_' (" . join(', ', sort keys %CONFIG) . ')');
+}
 
 my @usable = grep { !BlockRec::available($CONFIG{$_}[0]) } @CONFIGS;
 # FF_CRASH_REQUIRE=1 (CI): a filesystem that cannot be tested fails
