@@ -1423,6 +1423,19 @@ Without C<< fsync => 1 >> the new content is atomic but not durable: after a
 power loss the file may hold its old contents (or, on some filesystems, be
 empty).
 
+When C<< fsync => 1 >> is needed, by what a power cut left on real
+filesystems (F<t/92-crash-block.t>, every disk state a crash could leave,
+F<bench/results.md>): without it, a replaced file was its old or its new
+bytes on ext4 with its default options, xfs and btrfs, but could be empty,
+or its new size of zeros, on ext4 with C<data=writeback> and
+C<noauto_da_alloc>; a new file could be missing, empty or zeros on ext4 and
+btrfs. With it, every target was old or new in full during the call and new
+once it returned, on all of them. So pass C<< fsync => 1 >> when the new
+content must survive a power loss, when a created file must never be found
+empty, or when the filesystem's options are not known; leave it out for
+files that may go back to their old content (or, created, go missing) after
+a crash.
+
 =item *
 
 A writer killed with C<SIGKILL> leaves its C<"$filename.tmp.$$"> behind: no

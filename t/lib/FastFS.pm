@@ -49,27 +49,30 @@ sub binary { $BIN }
 sub _sleep { select(undef, undef, undef, $_[0]) }
 
 # Builds the daemon if it is missing or older than its source.  A lock
-# keeps parallel test files from running make at the same time.
+# keeps parallel test files from running make at the same time. Another
+# FUSE program of the tests (t/blockrec) passes its directory and name.
 sub build {
-    my $src = File::Spec->catfile($SRCDIR, 'fastfs.c');
-    return '' if -x $BIN && -M $BIN <= -M $src;
+    my ($srcdir, $name) = @_ ? @_ : ($SRCDIR, 'fastfs');
+    my $bin = File::Spec->catfile($srcdir, $name);
+    my $src = File::Spec->catfile($srcdir, "$name.c");
+    return '' if -x $bin && -M $bin <= -M $src;
     return "no make (apt-get install make)" unless which('make');
     return "no pkg-config (apt-get install pkg-config)" unless which('pkg-config');
-    open my $lock, '>', File::Spec->catfile($SRCDIR, '.build.lock')
+    open my $lock, '>', File::Spec->catfile($srcdir, '.build.lock')
         or return "cannot build: lock: $!";
     flock $lock, LOCK_EX or return "cannot build: flock: $!";
-    return '' if -x $BIN && -M $BIN <= -M $src;     # someone else did
+    return '' if -x $bin && -M $bin <= -M $src;     # someone else did
     my $pid = open(my $ph, '-|') // return "cannot build: fork: $!";
     if (!$pid) {
         open STDERR, '>&', \*STDOUT;
-        exec 'make', '-C', $SRCDIR
+        exec 'make', '-C', $srcdir
             or POSIX::_exit(127);
     }
     my $out = do { local $/; <$ph> } // '';
     close $ph;
     return "cannot build: " . ((split /\n/, $out)[-1] // "make failed: $?")
         . " (it needs libfuse3-dev and a C compiler)"
-        if $? || !-x $BIN;
+        if $? || !-x $bin;
     return '';
 }
 
