@@ -11,7 +11,7 @@ use POSIX ();
 
 use FastFile::Writer;
 use lib 't/lib';
-use FFTest qw(tempdir slurp spew temps_in run_perl inc_args strace_why no_warnings);
+use FFTest qw(tempdir slurp spew temps_in run_perl inc_args strace_why no_warnings syscall_set);
 
 # ------------------------------------------------------------------- fork
 
@@ -202,8 +202,8 @@ PERL
     my $pid = open(my $ph, '-|') // die "fork: $!";
     if (!$pid) {
         open STDERR, '>&', \*STDOUT;
-        exec 'strace', '-f', '-qq', '-o', '/dev/null', '-e', 'trace=openat', '-e',
-             'inject=openat:delay_exit=300000', '-P', 'r.tmp.4242',
+        exec 'strace', '-f', '-qq', '-o', '/dev/null', '-e', 'trace=' . syscall_set('openat'), '-e',
+             'inject=' . syscall_set('openat') . ':delay_exit=300000', '-P', 'r.tmp.4242',
              $^X, inc_args(), '-MFastFile::Writer', '-e', $code, $dir or POSIX::_exit(127);
     }
     my $out = do { local $/; <$ph> };

@@ -259,7 +259,7 @@ for my $e (qw(EACCES EIO EMFILE ENOENT)) {
                    inject => ["openat:error=$e:when=1"], text => 'open', errno => $e };
 }
 push @cases, { kind => 'get', name => 'file_get_contents: fstat EIO',
-               inject => ['newfstatat:error=EIO:when=1'], text => 'read', errno => 'EIO' };
+               inject => ['fstat:error=EIO:when=1'], text => 'read', errno => 'EIO' };
 for my $e (qw(EIO EISDIR)) {
     push @cases, { kind => 'get', name => "file_get_contents: read $e",
                    inject => ["read:error=$e:when=1"], text => 'read', errno => $e };

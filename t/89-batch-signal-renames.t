@@ -15,7 +15,7 @@ BEGIN { $ENV{LC_ALL} = 'C'; delete $ENV{LANGUAGE} }
 
 use Test::More;
 use lib 't/lib';
-use FFTest qw(tempdir slurp spew temps_in strace_why inc_args run_cmd);
+use FFTest qw(tempdir slurp spew temps_in strace_why inc_args run_cmd syscall_set);
 
 if (my $why = strace_why()) { plan skip_all => $why }
 
@@ -58,8 +58,8 @@ for my $c (@cases) {
     my $label = "a SIG$sig " . ($sig eq 'TERM' ? 'with no handler' : "whose handler ${how}s")
               . ' after the third rename';
     my $d = tempdir();
-    my ($st, $out) = run_cmd('strace', '-qq', '-f', '-o', '/dev/null', '-e', 'trace=renameat,renameat2',
-                             '-e', "inject=renameat,renameat2:signal=$sig:when=3",
+    my ($st, $out) = run_cmd('strace', '-qq', '-f', '-o', '/dev/null', '-e', 'trace=' . syscall_set('renameat'),
+                             '-e', 'inject=' . syscall_set('renameat') . ":signal=$sig:when=3",
                              $^X, inc_args(), '-e', $CHILD, $d, $N, $how);
     is($st, $status, "$label: the exit status") or diag $out;
     like($out, $out_re, "$label: what it printed");
