@@ -1134,7 +1134,7 @@ untested by us.
 
 Debian 12 (Proxmox VE 8: perl 5.36.0, glibc 2.36) and Debian 13 (Proxmox VE
 9: perl 5.40.1, glibc 2.41) are tested, both last on 2026-12-06; the module
-behaves the same on both. What a user sees differ: the FUSE packages (on 12
+behaves the same on both. What differs for a user: the FUSE packages (on 12
 C<fuse>, FUSE 2, which PVE 8's pmxcfs needs, and C<fuse3> remove each other;
 on 13 C<fuse> is a transitional package for C<fuse3>, and PVE 9's pmxcfs uses
 libfuse3; FastFile needs neither), and the names C<strace> shows: glibc 2.41
