@@ -351,7 +351,9 @@ sub ncpu {
 # inject faults into every spelling of the operation they name (syscall_set).
 # The next C library's choice is one line in each table.
 
-# An operation by its one spelling => every syscall that makes it
+# An operation by its one spelling => every syscall that makes it. strace
+# injects by syscall, counting when= per syscall: a fault for fstat also hits
+# the first newfstatat of a path (-P limits which paths count).
 my %SPELLINGS = (
     fstat      => [qw(fstat fstat64 newfstatat fstatat64 statx)],    # of an fd
     # of a path; not statx: the batch calls it itself (its look), tests name it so
