@@ -1293,6 +1293,15 @@ C<OS unsupported> with what is missing and exits 0 (CPAN testers report NA).
 The BSDs, macOS and illumos have these calls; they get the portable build,
 untested by us.
 
+Debian 12 (Proxmox VE 8: perl 5.36.0, glibc 2.36) and Debian 13 (Proxmox VE
+9: perl 5.40.1, glibc 2.41) are tested, both last on 2026-12-06; the module
+behaves the same on both. What differs for a user: the FUSE packages (on 12
+C<fuse>, FUSE 2, which PVE 8's pmxcfs needs, and C<fuse3> remove each other;
+on 13 C<fuse> is a transitional package for C<fuse3>, and PVE 9's pmxcfs uses
+libfuse3; FastFile needs neither), and the names C<strace> shows: glibc 2.41
+makes C<fstat> with the C<fstat> syscall, glibc 2.36 with
+C<newfstatat(fd, "", ..., AT_EMPTY_PATH)>.
+
 The portable build, C<perl Makefile.PL FF_PORTABLE=1> on Linux (always so
 elsewhere), uses no Linux-only call; the test suite passes in it. What changes:
 

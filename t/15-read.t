@@ -548,7 +548,7 @@ SKIP: {
 
     my $calls = \&io_calls;
     my $names = sub {
-        return join ' ', map { $_->{name} =~ /\A(?:newfstatat|fstat|fstat64)\z/ ? 'fstat' : $_->{name} } $calls->($_[0]);
+        return join ' ', map { $_->{name} } $calls->($_[0]);
     };
     my $show = sub { return join '', map { "  $_->{line}\n" } @{ $_[0]{calls} } };
     my $len = sub { return ($_[0]{args} =~ /,\s*(\d+)\z/)[0] // -1 };

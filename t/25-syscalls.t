@@ -13,7 +13,7 @@ use Test::More;
 use Errno qw(ENOSPC EIO EXDEV EFBIG);
 use lib 't/lib';
 use FastFile ();
-use FFTest qw(tempdir slurp spew temps_in strace_why strace_call calls_named errno_text io_calls);
+use FFTest qw(tempdir slurp spew temps_in strace_why strace_call calls_named errno_text io_calls respell);
 
 my $why = strace_why();
 plan skip_all => $why if $why;
@@ -25,6 +25,40 @@ sub names { return map { $_->{name} } io_calls($_[0]) }
 sub last_arg { my ($c) = @_; return ($c->{args} =~ /,\s*(\d+)\z/)[0] }
 
 sub show { my ($r) = @_; return join '', map { "  $_->{line}\n" } @{ $r->{calls} } }
+
+# Every C library's spelling of a call reads as one (respell, issue 39): glibc
+# 2.36 (Debian 12) makes fstat(fd) as newfstatat(fd, ""), 2.41 (Debian 13) as
+# fstat, 32-bit glibc as statx; musl opens, stats and renames by the old names
+my $ST = '{st_mode=S_IFREG|0644, st_size=5, ...}';
+for my $c ([ qq{newfstatat(3, "", $ST, AT_EMPTY_PATH) = 0}, "fstat(3, $ST) = 0" ],
+           [ "fstat(3, $ST) = 0", "fstat(3, $ST) = 0" ],
+           [ 'statx(3, "", AT_STATX_SYNC_AS_STAT|AT_EMPTY_PATH, STATX_BASIC_STATS, {stx_size=5}) = 0',
+             'fstat(3, {stx_size=5}) = 0' ],
+           [ qq{4242  stat("a b", $ST) = 0}, qq{4242  newfstatat(AT_FDCWD, "a b", $ST, 0) = 0} ],
+           [ qq{lstat("a\\"), b", $ST) = 0}, qq{newfstatat(AT_FDCWD, "a\\"), b", $ST, AT_SYMLINK_NOFOLLOW) = 0} ],
+           [ 'open("a", O_RDONLY|O_CLOEXEC) = 3', 'openat(AT_FDCWD, "a", O_RDONLY|O_CLOEXEC) = 3' ],
+           [ 'renameat(AT_FDCWD, "a.tmp", AT_FDCWD, "a") = 0', 'rename("a.tmp", "a") = 0' ],
+           [ 'renameat2(AT_FDCWD, "a.tmp", AT_FDCWD, "a", 0) = 0', 'rename("a.tmp", "a") = 0' ],
+           [ 'renameat2(5, "a.tmp", 5, "a", 0) = 0', 'renameat(5, "a.tmp", 5, "a") = 0' ],
+           # other calls as they are
+           [ 'renameat2(AT_FDCWD, "a.tmp", AT_FDCWD, "a", RENAME_NOREPLACE) = 0' ],
+           [ 'renameat(5, "a.tmp", 5, "a") = 0' ],
+           [ qq{newfstatat(5, "a", $ST, AT_SYMLINK_NOFOLLOW) = 0} ],
+           [ 'write(3, "", 0) = 0' ]) {
+    is(respell($c->[0]), $c->[1] // $c->[0], "respell: $c->[0]");
+}
+# an operation's fault is injected whatever this C library calls it
+{
+    my $file = "$dir/stat-me";
+    spew($file, 'hello');
+    # (perl's open makes an fstat: attach, so the file is opened before strace starts)
+    my $r = strace_call('my @st = stat $fh; die "stat: $!\n" unless @st; $st[7]', attach => 1,
+                        setup => 'open our $fh, "<", $ARGV[0] or die',
+                        args => [$file], paths => [$file], trace => 'injected', inject => ['fstat:error=EIO:when=1']);
+    is($r->{err}, 'stat: ' . errno_text(EIO) . "\n", "inject fstat: perl's stat of a handle fails with EIO") or diag(show($r));
+    is($r->{injected}, 1, '... injected once');
+    is(join(' ', names($r)), 'fstat', '... into the fstat, by its one name') or diag(show($r));
+}
 
 # the full list of syscalls between the markers
 for my $case ([ '1 byte', 'setup' => 'my $data = "x";', 1 ],
@@ -218,8 +252,8 @@ my @ten = (setup => 'my $data = "0123456789";');
     # fstatat) before the rename, and the temp read back (open, read to
     # its end, close): a handler may replace it by name, or write into it
     my $handle = FastFile::_build_info()->{file_handle};
-    is("@seq", $handle ? 'openat write newfstatat name_to_handle_at handler write close name_to_handle_at openat read read close rename'
-                       : 'openat write newfstatat handler write close newfstatat openat read read close rename',
+    is("@seq", $handle ? 'openat write fstat name_to_handle_at handler write close name_to_handle_at openat read read close rename'
+                       : 'openat write fstat handler write close newfstatat openat read read close rename',
        'alarm during write, handler returns: handler ran between the EINTR and the retry') or diag(show($r));
 }
 {

@@ -14,7 +14,7 @@ use warnings;
 use Config;
 use Test::More;
 use lib 't/lib';
-use FFTest qw(tempdir slurp strace_why inc_args temps_in run_perl);
+use FFTest qw(tempdir slurp strace_why which inc_args temps_in run_perl respell syscall_set);
 use FastFile ();
 use POSIX ();
 
@@ -120,7 +120,7 @@ expect('restored', $$);
 PERL
 
 my $log = "$dir/log";
-my ($status, $out) = run_perl($script, strace => [ '-e', 'trace=openat', '-o', $log ],
+my ($status, $out) = run_perl($script, strace => [ '-e', 'trace=' . syscall_set('openat'), '-o', $log ],
                               args => [ $dir, $HAVE_THREADS, $sys_fork // 0, $cfork ? 1 : 0 ],
                               env => { $cfork ? (LD_PRELOAD => $cfork) : () });
 is($status, 0, 'the script ran') or diag($out);
@@ -128,7 +128,7 @@ is($status, 0, 'the script ran') or diag($out);
 my %want = $out =~ /^(\S+) (\d+)$/mg;
 my $strace = slurp($log) // '';
 my %got;
-for my $line (split /\n/, $strace) {
+for my $line (map { respell($_) } split /\n/, $strace) {
     $got{$1}{$2} = 1 while $line =~ m{openat\(AT_FDCWD, "\Q$dir\E/([\w-]+)\.tmp\.(\d+)"}g;
 }
 my @cases = ('warm', 'fork', 'handler', 'after-handler', 'open',

@@ -87,7 +87,7 @@ sub normalise {
     $l =~ s/ = -1 (E\w+) \([^()]*\)/ = -1 $1/;
     $l =~ s/^(write|read|close|fchown|fchmod|fdatasync|fsync|fsetxattr|fremovexattr)\(\d+/$1(FD/;
     $l =~ s/^(openat\(.*\)) = \d+$/$1 = FD/;
-    $l =~ s/^(newfstatat|fstat)\(\d+, ""/newfstatat(FD, ""/;   # fstat(2) by its libc name
+    $l =~ s/^fstat\(\d+/fstat(FD/;
     return $l;
 }
 
@@ -136,7 +136,7 @@ sub LSTAT_ENOENT { qq{newfstatat(AT_FDCWD, "$_[0]", PTR, AT_SYMLINK_NOFOLLOW) = 
 # @look: whose file it is (another user's: is the directory sticky?), by default ours
 sub COMPARE { my ($p, @look) = @_; @look = ("geteuid() = $>") unless @look;
               ( qq{openat(AT_FDCWD, "$p", O_RDONLY|O_NONBLOCK|O_NOFOLLOW|O_CLOEXEC) = FD},
-                'newfstatat(FD, "", {...}, AT_EMPTY_PATH) = 0', @look,
+                'fstat(FD, {...}) = 0', @look,
                 # short at fstat's size: the end, no read of 0 after it
                 'read(FD, ..., 65537) = 65536', CLOSE() ) }
 sub DIRSYNC { my ($d, $r) = @_; $r //= '0';

@@ -11,7 +11,7 @@ use POSIX ();
 
 use FastFile::Writer;
 use lib 't/lib';
-use FFTest qw(tempdir slurp spew temps_in run_perl strace_why no_warnings);
+use FFTest qw(tempdir slurp spew temps_in run_perl inc_args strace_why no_warnings syscall_set);
 
 # ------------------------------------------------------------------- fork
 
@@ -200,7 +200,8 @@ $w->commit;
 print "committed\n";
 PERL
     my (undef, $out) = run_perl($code, switches => ['-MFastFile::Writer'], args => [$dir],
-        strace => [ '-e', 'trace=openat', '-e', 'inject=openat:delay_exit=300000', '-P', 'r.tmp.4242' ]);
+        strace => [ '-e', 'trace=' . syscall_set('openat'), '-e', 'inject=' . syscall_set('openat') . ':delay_exit=300000',
+                     '-P', 'r.tmp.4242' ]);
     is($out, "committed\n", 'threads: another thread chdirs while new makes the temp: committed');
     is(slurp("$dir/made/r"), "new\n", '... in the directory new held');
     is_deeply([ temps_in("$dir/made"), glob("$dir/moved/*") ], [], '... no temp left, nothing in the other directory');

@@ -161,7 +161,7 @@ sub perl_as_nobody_why {
 
 my $exec_why;
 my $user_why =
-      !$REAL                                  ? 'neither fusermount3 nor fusermount is installed (apt-get install fuse)'
+      !$REAL                                  ? "neither fusermount3 nor fusermount is installed ($FastFS::INSTALL_FUSERMOUNT)"
     : $> != 0 && (!-r '/dev/fuse' || !-w _)   ? 'no access to /dev/fuse'
     : $> != 0                                 ? ''
     : !defined getpwnam('nobody')             ? 'running as root and there is no user "nobody" to become'

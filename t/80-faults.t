@@ -270,7 +270,7 @@ for my $kind (qw(get line)) {
     }
 }
 push @cases, { kind => 'get', name => 'file_get_contents: fstat EIO',
-               inject => ['newfstatat:error=EIO:when=1'], text => 'read', errno => 'EIO' };
+               inject => ['fstat:error=EIO:when=1'], text => 'read', errno => 'EIO' };
 for my $e (qw(EIO EISDIR)) {
     push @cases, { kind => 'get', name => "file_get_contents: read $e",
                    inject => ["read:error=$e:when=1"], text => 'read', errno => $e };

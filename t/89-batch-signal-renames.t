@@ -15,7 +15,7 @@ BEGIN { $ENV{LC_ALL} = 'C'; delete $ENV{LANGUAGE} }
 
 use Test::More;
 use lib 't/lib';
-use FFTest qw(tempdir slurp spew temps_in strace_why inc_args run_cmd run_perl);
+use FFTest qw(tempdir slurp spew temps_in strace_why inc_args run_cmd run_perl syscall_set);
 use FastFile ();
 
 if (my $why = strace_why()) { plan skip_all => $why }
@@ -60,8 +60,8 @@ for my $c (@cases) {
               . ' after the third rename';
     my $d = tempdir();
     my ($st, $out) = run_perl($CHILD, args => [ $d, $N, $how ],
-                              strace => [ '-e', 'trace=renameat,renameat2',
-                                          '-e', "inject=renameat,renameat2:signal=$sig:when=3" ]);
+                              strace => [ '-e', 'trace=' . syscall_set('renameat'),
+                                          '-e', 'inject=' . syscall_set('renameat') . ":signal=$sig:when=3" ]);
     is($st, $status, "$label: the exit status") or diag $out;
     like($out, $out_re, "$label: what it printed");
     is_deeply([ map { slurp("$d/f$_") } 1 .. $N ], [ map { "new$_\n" } 1 .. $N ],

@@ -34,6 +34,7 @@ use POSIX ();
 our @ISA = ('Exporter');
 our @EXPORT_OK = qw(tempdir slurp spew temps_in state_of check_error which errno_text inc_args
                     run_perl in_child exit_child warnings_of no_warnings strace_why strace_call strace_calls calls_named io_calls ncpu
+                    respell syscall_set
                     full_testing c_compilers core_cflags each_source_compiles front_end run_cmd tempfile_kind
                     xattr_nr acl_of);
 
@@ -382,6 +383,67 @@ sub ncpu {
     return $n || 1;
 }
 
+# ------------------------------------------------------------ syscall spellings
+
+# One operation, several syscalls: each C library, and each version of one,
+# picks its own for the same call (issue 39: fstat(fd) is
+# newfstatat(fd, "", AT_EMPTY_PATH) in glibc 2.36, Debian 12, and fstat in
+# glibc 2.41, Debian 13; musl opens with open, glibc with openat). The tests
+# see every traced call in one spelling, glibc 2.41's on x86_64 (respell), and
+# inject faults into every spelling of the operation they name (syscall_set).
+# The next C library's choice is one line in each table.
+
+# An operation by its one spelling => every syscall that makes it. strace
+# injects by syscall, counting when= per syscall: a fault for fstat also hits
+# the first newfstatat of a path (-P limits which paths count).
+my %SPELLINGS = (
+    fstat      => [qw(fstat fstat64 newfstatat fstatat64 statx)],    # of an fd
+    # of a path; not statx: the batch calls it itself (its look), tests name it so
+    newfstatat => [qw(newfstatat fstatat64 stat stat64 lstat lstat64)],
+    openat     => [qw(openat open)],
+    rename     => [qw(rename renameat renameat2)],
+    renameat   => [qw(renameat renameat2)],
+);
+
+# A traced call (strace's line, "name(args) = ret ...") in the one spelling
+my $STR = qr/"(?:[^"\\]|\\.)*"/;    # a path as strace prints it
+my @RESPELL = (
+    [ qr/^(?:newfstatat|fstatat64)\((\d+), "", (.*), AT_EMPTY_PATH\)/ => sub { "fstat($1, $2)" } ],
+    [ qr/^statx\((\d+), "", [\w|]*AT_EMPTY_PATH[\w|]*, STATX_BASIC_STATS, (.*)\)/ => sub { "fstat($1, $2)" } ],
+    [ qr/^fstat64\(/ => sub { 'fstat(' } ],
+    [ qr/^stat(?:64)?\(($STR), (.*)\)/ => sub { "newfstatat(AT_FDCWD, $1, $2, 0)" } ],
+    [ qr/^lstat(?:64)?\(($STR), (.*)\)/ => sub { "newfstatat(AT_FDCWD, $1, $2, AT_SYMLINK_NOFOLLOW)" } ],
+    [ qr/^fstatat64\(/ => sub { 'newfstatat(' } ],
+    [ qr/^open\(/ => sub { 'openat(AT_FDCWD, ' } ],
+    [ qr/^renameat2?\(AT_FDCWD, ($STR), AT_FDCWD, ($STR)(?:, 0)?\)/ => sub { "rename($1, $2)" } ],
+    [ qr/^renameat2\((.*), 0\)/ => sub { "renameat($1)" } ],
+);
+
+# respell($line): strace's line (with or without -f's pid) in the one
+# spelling: the first rule that matches rewrites the call's start.
+sub respell {
+    my ($line) = @_;
+    my ($pid, $call) = $line =~ /\A(\d+\s+)?(.*)\z/s;
+    for my $rule (@RESPELL) {
+        my ($re, $to) = @$rule;
+        next unless $call =~ $re;
+        substr($call, 0, $+[0]) = $to->();
+        last;
+    }
+    return ($pid // '') . $call;
+}
+
+# syscall_set(@names): strace's syscall set (trace=, inject=) of these
+# operations in every spelling; "?": a name this architecture lacks is
+# skipped (fstat64 exists on 32-bit ones only). A name not in %SPELLINGS is
+# itself.
+sub syscall_set {
+    my (@names) = @_;
+    my %seen;
+    return join ',', grep { !$seen{$_}++ }
+        map { my $n = $_; $SPELLINGS{$n} ? map { "?$_" } @{ $SPELLINGS{$n} } : $n } @names;
+}
+
 # ------------------------------------------------------------ strace
 
 my $STRACE_WHY;
@@ -492,11 +554,13 @@ sub _strace_job {
         $s =~ s/%TMP%/$tmp/g if defined $tmp;
         return $s;
     };
-    my @inject = map { $subst->($_) } @{ $o{inject} || [] };
+    # each operation named in every spelling (syscall_set)
+    my @inject = map { my ($set, $how) = split /:/, $subst->($_), 2; syscall_set(split /,/, $set) . ":$how" }
+                 @{ $o{inject} || [] };
     die "strace_call: attach injects chdir itself\n" if $attach && grep { /^chdir:/ } @inject;
     my @filter;    # what strace traces and injects
     if ($o{trace}) {
-        my @trace = ref $o{trace} ? @{ $o{trace} } : map { /^(\w+)/ } @inject;
+        my @trace = ref $o{trace} ? syscall_set(@{ $o{trace} }) : map { /^([^:]+)/ } @inject;
         push @filter, '-e', 'trace=' . join(',', @trace, 'chdir');
         # strace 6.1 does not deliver an injected signal= under --seccomp-bpf;
         # strace -p cannot install the filter
@@ -612,6 +676,7 @@ sub _strace_result {
         $r{err} .= ' (the worker ended)' if !defined $reply && !$r{ok};
     }
     $r{output} = $r{stdout} . $r{stderr};
+    $r{log} = join '', map { respell($_) } split /^/m, $r{log};    # one spelling
     $r{injected} = () = $r{log} =~ /\(INJECTED\)/g;
     my $in = 0;
     for my $line (split /\n/, $r{log}) {

@@ -87,6 +87,12 @@ sub build {
 #     private directory with a "fusermount3" symlink to it goes first in the
 #     daemon's PATH.
 my $MOUNTER;
+
+# The package that brings a fusermount: on Debian 12 (Proxmox VE 8) fuse,
+# which pmxcfs needs and fuse3 would remove; on Debian 13 (Proxmox VE 9) fuse
+# is a transitional package for fuse3, whose libfuse3 pmxcfs uses.
+our $INSTALL_FUSERMOUNT = 'apt-get install fuse3; on Debian 12: fuse';
+
 sub _mounter {
     return $MOUNTER if $MOUNTER;
     if ($> == 0) {
@@ -98,7 +104,7 @@ sub _mounter {
         return $MOUNTER = { unmount => [ $fm3, '-u', '-z' ], path => undef };
     }
     my $fm = which('fusermount')
-        // return 'not root, and neither fusermount3 nor fusermount is installed (apt-get install fuse)';
+        // return "not root, and neither fusermount3 nor fusermount is installed ($INSTALL_FUSERMOUNT)";
     my $shim = File::Temp::tempdir('fastfs-bin-XXXXXX', TMPDIR => 1, CLEANUP => 1);
     symlink $fm, "$shim/fusermount3"
         or return "cannot link $shim/fusermount3 to $fm: $!";
