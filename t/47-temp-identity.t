@@ -289,7 +289,7 @@ SKIP: {
     my $r = strace_call('my $w = atomic_writer($T); $w->print("mine\n"); $w->commit',
                         attach => 1, target => $t, pid => $FFTest::PID, paths => ['%TMP%']);
     my @seq = map { $_->{name} } grep { $_->{name} ne 'signal' } @{ $r->{calls} };
-    is("@seq", 'openat newfstatat name_to_handle_at write lseek close name_to_handle_at newfstatat rename',
+    is("@seq", 'openat fstat name_to_handle_at write lseek close name_to_handle_at newfstatat rename',
        "writer: fstat and name_to_handle_at in new; lseek, name_to_handle_at, fstatat in commit") or diag $r->{log};
 }
 
