@@ -15,7 +15,7 @@ BEGIN { $ENV{LC_ALL} = 'C'; delete $ENV{LANGUAGE} }
 
 use Test::More;
 use lib 't/lib';
-use FFTest qw(tempdir slurp spew temps_in strace_why inc_args run_cmd run_perl syscall_set);
+use FFTest qw(tempdir slurp spew temps_in strace_why run_perl syscall_set);
 use FastFile ();
 
 if (my $why = strace_why()) { plan skip_all => $why }
@@ -132,10 +132,11 @@ SKIP: {
         }
         my $d = tempdir();
         # (threads->create uses clone3: only the batch's clone fails)
-        my ($st, $out) = run_cmd('strace', '-qq', '-f', '-o', '/dev/null', '-e', 'trace=renameat,renameat2,clone',
-                                 '-e', 'inject=renameat,renameat2:delay_exit=1000000:when=3',
-                                 ($no_clone ? ('-e', 'inject=clone:error=EAGAIN') : ()),
-                                 $^X, inc_args(), '-e', $THREADED, $d, $N, $how);
+        my $renames = syscall_set('renameat');
+        my ($st, $out) = run_perl($THREADED, args => [ $d, $N, $how ],
+                                  strace => [ '-e', "trace=$renames,clone",
+                                              '-e', "inject=$renames:delay_exit=1000000:when=3",
+                                              ($no_clone ? ('-e', 'inject=clone:error=EAGAIN') : ()) ]);
         is($st, $status, "$label: the exit status") or diag $out;
         if ($no_clone) {
             is_deeply([ map { slurp("$d/f$_") } 1 .. $N ], [ (map { "new$_\n" } 1 .. 3), map { "old$_\n" } 4 .. $N ],
@@ -157,8 +158,7 @@ SKIP: {
     skip 'a perl without ithreads', 3 unless $Config::Config{useithreads};
     skip 'the portable build makes no child for the renames', 3 if $PORTABLE;
     my $d = tempdir();
-    my ($st, $out) = run_cmd('strace', '-qq', '-f', '-o', '/dev/null', '-e', 'trace=renameat',
-                             '-e', 'inject=renameat:error=EIO:when=2', $^X, inc_args(), '-e', <<'CODE', $d);
+    my $code = <<'CODE';
 use threads;
 use FastFile qw(file_set_contents_many);
 my ($d) = @ARGV;
@@ -167,6 +167,8 @@ for (1 .. 3) { open my $fh, '>', "$d/f$_" or die; print {$fh} "old$_\n"; close $
 eval { file_set_contents_many([ map { ("$d/f$_", "new$_\n") } 1 .. 3 ]) };
 print $@, $! + 0, "\n";
 CODE
+    my ($st, $out) = run_perl($code, args => [$d], strace => [ '-e', 'trace=' . syscall_set('renameat'),
+                                                               '-e', 'inject=' . syscall_set('renameat') . ':error=EIO:when=2' ]);
     is($out, "file_set_contents_many: replaced '$d/f1', then close (rename) atomic file '$d/f2' failed: "
            . FFTest::errno_text(5) . "\n5\n", 'renames apart, the second fails: the error, $!') or diag("status $st");
     is_deeply([ map { slurp("$d/f$_") } 1 .. 3 ], [ "new1\n", "old2\n", "old3\n" ], 'renames apart, the second fails: the first replaced');
