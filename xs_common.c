@@ -170,6 +170,14 @@ SV *ffxs_stringified(pTHX_ SV *sv)
         S_stringify_number(aTHX_ sv);
     else
         (void)SvPV_nomg_nolen(sv);
+    if (!SvPOKp(sv)) {
+        /* a glob keeps no string form ("*main::G" is made anew each time):
+         * a copy of it, so that SvPVX and SvCUR are the name's */
+        SV *str = sv_newmortal();
+
+        sv_copypv_nomg(str, sv);
+        return str;
+    }
     return sv;
 }
 

@@ -137,7 +137,8 @@ PERL_STATIC_INLINE SV *S_name_snapshot(pTHX_ SV *sv)
 
 /* The string form of a private value (a snapshot): the value itself when
  * it is a string, else its string form - cached in it, or for a reference
- * (overloading runs) in a new mortal. A number is formatted as in the
+ * (overloading runs) or a glob ("*main::G") in a new mortal; always a
+ * string (SvPOKp), so SvPVX and SvCUR are its. A number is formatted as in the
  * reference's scope, which has no `use locale`: 1.5 is "1.5" even when the
  * caller's locale has a comma radix. */
 SV *ffxs_stringified(pTHX_ SV *sv);
