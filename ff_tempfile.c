@@ -154,16 +154,18 @@ int ff_create_owned(const char *path, const char *dir, const char *name, uid_t u
                     mode_t perm, int *at, int *fd, enum ff_step *step, int *unlink_err,
                     const struct ff_eintr *intr)
 {
-    int err, in;
+    int err, in, unheld = 0;
 
     *step = FF_STEP_OPEN;
     *unlink_err = 0;
     /* the directory held: the file is made, looked at and removed in it,
      * whatever is renamed or swapped for a symlink on the path meanwhile */
     FF_SYSCALL(err, intr, *at = open(dir, FF_O_PATH | O_DIRECTORY | O_CLOEXEC));
-    if (err == EACCES && !FF_HAVE_O_PATH) {
-        /* a directory we may write but not read: by the path, and nothing
-         * is removed by it */
+    if (FF_OUT_OF_FDS(err) || (err == EACCES && !FF_HAVE_O_PATH)) {
+        /* a directory that cannot be held (no fd for it, or one we may
+         * write but not read): the file by the path, as the reference
+         * makes it, and nothing removed by it (unheld says why) */
+        unheld = err;
         in = AT_FDCWD;
         name = path;
     } else if (err) {
@@ -172,6 +174,16 @@ int ff_create_owned(const char *path, const char *dir, const char *name, uid_t u
         in = *at;
     }
     FF_SYSCALL(err, intr, *fd = openat(in, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, perm));
+    if (FF_OUT_OF_FDS(err) && in != AT_FDCWD) {
+        /* the directory took the last fd, which the reference's open
+         * has: that one for the file, by the path, as above */
+        close(*at);
+        *at = -1;
+        unheld = err;
+        in = AT_FDCWD;
+        name = path;
+        FF_SYSCALL(err, intr, *fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, perm));
+    }
     if (err)
         return err;
     *step = FF_STEP_OWNER;
@@ -179,7 +191,7 @@ int ff_create_owned(const char *path, const char *dir, const char *name, uid_t u
     if (err) {
         /* the reference passes its handle to unlink, which removes nothing;
          * ours goes while its fd is still open, once seen to be it */
-        *unlink_err = in == AT_FDCWD ? EACCES : remove_own(in, name, *fd);
+        *unlink_err = unheld ? unheld : remove_own(in, name, *fd);
         close(*fd);
         *fd = -1;
     }

@@ -45,9 +45,10 @@ char *ff_owned_dir(const char *path, const char **name);
  * still that file, then closed; *unlink_err holds why it was not (ESTALE:
  * another file has the name now, left alone; 0: removed). *at is the
  * caller's to close (also after a signal handler died in a retry). Returns
- * 0 with *fd, or the errno of *step. (Where a directory cannot be held,
- * O_PATH missing and the directory unreadable, path is created as it is
- * and nothing removed: *unlink_err EACCES.) */
+ * 0 with *fd, or the errno of *step. (Where the directory cannot be
+ * held - no fd left for it but the file's, or O_PATH missing and the
+ * directory unreadable - path is created as it is and nothing removed:
+ * *unlink_err is why, EMFILE, ENFILE or EACCES.) */
 int ff_create_owned(const char *path, const char *dir, const char *name, uid_t uid, gid_t gid,
                     mode_t perm, int *at, int *fd, enum ff_step *step, int *unlink_err,
                     const struct ff_eintr *intr);

@@ -1258,7 +1258,9 @@ another process that replaces the name between that check and the
 C<unlinkat> (one system call apart; it needs write permission on the
 directory). In the portable build, a parent directory it may write but
 not read cannot be held (no C<O_PATH>): the file is then made by its path
-and nothing is removed (the warning says C<Permission denied>). It does
+and nothing is removed (the warning says C<Permission denied>); so too with
+one fd left, which the reference's open needs and the file gets (C<Too
+many open files>). It does
 not load C<File::Path> or C<File::Basename>. Under C<-T> it refuses
 a tainted C<$uid>, C<$gid> or C<$perm> before making anything (the
 reference dies in its C<sysopen> or C<chown>, after making the directories
