@@ -238,33 +238,47 @@ static void S_croak_make_path(pTHX_ char *dir)
 }
 #define croak_make_path(dir) S_croak_make_path(aTHX_ dir)
 
-/* The handle IO::File->new makes, as the reference's: a glob from
- * Symbol::gensym (named "GEN<n>" in perl's messages) blessed into IO::File,
- * on fd open for writing. Without Symbol (IO::File could not be loaded:
- * no fd left), an IO::File all the same. */
-static SV *S_io_file_handle(pTHX_ int fd)
+/* The glob IO::File->new starts from, got as the reference gets it before
+ * its open: Symbol::gensym's (named "GEN<n>" in perl's messages), a mortal
+ * reference. NULL without Symbol (IO::File could not be loaded: no fd
+ * left), or where gensym (anyone's code) gave no unopened glob. */
+static SV *S_gensym(pTHX)
 {
     dSP;
     SV *rv;
-    PerlIO *f;
     IO *io;
 
     if (!get_cv("Symbol::gensym", 0))
-        return handle_of(fd, O_WRONLY, "IO::File", "__ANONIO__");
+        return NULL;
     PUSHMARK(SP);
     PUTBACK;
     (void)call_pv("Symbol::gensym", G_SCALAR);
     SPAGAIN;
     rv = sv_2mortal(newSVsv(POPs));
     PUTBACK;
+    if (!SvROK(rv) || !isGV_with_GP(SvRV(rv)))
+        return NULL;
+    io = GvIOp((GV *)SvRV(rv));
+    return io && IoIFP(io) ? NULL : rv;
+}
+
+/* The handle IO::File->new makes: glob (S_gensym's; NULL: a glob of our
+ * own) blessed into IO::File, on fd open for writing. */
+static SV *S_io_file_handle(pTHX_ SV *glob, int fd)
+{
+    PerlIO *f;
+    IO *io;
+
+    if (!glob)
+        return handle_of(fd, O_WRONLY, "IO::File", "__ANONIO__");
     f = PerlIO_fdopen(fd, "w");
     if (!f)
         return NULL;
-    io = GvIOn((GV *)SvRV(rv));
+    io = GvIOn((GV *)SvRV(glob));
     IoIFP(io) = IoOFP(io) = f;
     IoTYPE(io) = IoTYPE_WRONLY;
-    sv_bless(rv, gv_stashpvs("IO::File", GV_ADD));
-    return rv;
+    sv_bless(glob, gv_stashpvs("IO::File", GV_ADD));
+    return glob;
 }
 
 SV *ffxs_create_owned(pTHX_ SV *file, SV *uid, SV *gid, SV *perm)
@@ -278,7 +292,7 @@ SV *ffxs_create_owned(pTHX_ SV *file, SV *uid, SV *gid, SV *perm)
     const char *name;
     int fd = -1, at = -1, err, made, unlink_err;
     IV uid_n, gid_n;
-    SV *fh;
+    SV *fh, *glob;
 
     ENTER;
     SvGETMAGIC(file);
@@ -324,6 +338,7 @@ SV *ffxs_create_owned(pTHX_ SV *file, SV *uid, SV *gid, SV *perm)
         }
         croak_errno_at(err, "mkdir %s: ", dir);
     }
+    glob = S_gensym(aTHX);      /* (before anything is open: it runs perl code) */
     SAVEDESTRUCTOR_X(ffxs_close_fd_at_leave, &fd);
     SAVEDESTRUCTOR_X(ffxs_close_fd_at_leave, &at);
     err = ff_create_owned(SvPVX(path), dir, name, (uid_t)uid_n, (gid_t)gid_n, (mode_t)SvIV(perm),
@@ -346,7 +361,7 @@ SV *ffxs_create_owned(pTHX_ SV *file, SV *uid, SV *gid, SV *perm)
         croak_errno_at(err, "failed to change owner of '%" SVf "' to %" SVf ":%" SVf " - ",
                        SVfARG(path), SVfARG(uid), SVfARG(gid));
     }
-    fh = S_io_file_handle(aTHX_ fd);
+    fh = S_io_file_handle(aTHX_ glob, fd);
     err = errno;
     fd = -1;
     LEAVE;

@@ -407,6 +407,24 @@ for my $case ([ 'tempfile', sub { tempfile(@_) }, sub { ref_tempfile(@_) } ],
     }
 }
 
+# Symbol::gensym, anyone's code, called as IO::File->new calls it (before
+# the open): a value that is no unopened glob gives a handle all the same
+# (it was taken for a glob: SIGSEGV), and its die leaves no file (it ran
+# after the create: the file stayed)
+{
+    my $code = 'use FastFile qw(create_owned_file_fh); require IO::File; no warnings "redefine"; my $i = 0; '
+             . 'for my $g (sub { 42 }, sub { return }, sub { [] }, sub { \\*STDERR }, sub { die "gensym died\n" }) { '
+             . '  local *Symbol::gensym = $g; my $f = "$ARGV[0]/gs" . $i++; '
+             . '  my $fh = eval { create_owned_file_fh($f, $<) }; '
+             . '  print $fh ? (ref $fh, " ", (print {$fh} "ab") && close($fh) ? -s $f : "?") : $@ =~ s/\n//r, '
+             . '    " ", -e $f ? "file" : "none", "\n" }';
+    my ($status, $out) = run_perl($code, args => [$dir]);
+    is($status, 0, 'Symbol::gensym replaced: no crash') or diag($out);
+    is($out, "IO::File 2 file\n" x 4 . "gensym died none\n",
+       'Symbol::gensym replaced: a handle that writes; its die: no file made');
+    unlink map { "$dir/gs$_" } 0 .. 4;
+}
+
 # -T: a tainted directory, perm, mode or file name is refused, as the
 # reference's sysopen refuses it (the text names FastFile's function)
 {
