@@ -564,21 +564,27 @@ void ffxs_croak_step(pTHX_ struct ff_atomic *a, int err, SV *path)
 #undef TEMP
 }
 
+SV *ffxs_path_arg_after(pTHX_ SV *name, const char *write_op, void (*first)(pTHX_ void *),
+                        void *ctx)
+{
+    SV *path = SvOK(name) ? stringified(name) : NULL;
+    /* the name, or the string overloading made of it, as sysopen checks it */
+    bool tainted = write_op && path && (SvTAINTED(name) || SvTAINTED(path));
+
+    if (path && SvCUR(path) && !tainted)
+        return path;
+    if (first)
+        first(aTHX_ ctx);
+    if (!path || !SvCUR(path))
+        croak("file name is undefined or empty\n");
+    TAINT;
+    taint_proper(NULL, write_op);
+    return path;
+}
+
 SV *ffxs_path_arg(pTHX_ SV *name, const char *write_op)
 {
-    SV *path;
-
-    if (!SvOK(name))
-        croak("file name is undefined or empty\n");
-    path = stringified(name);
-    if (SvCUR(path) == 0)
-        croak("file name is undefined or empty\n");
-    /* the name, or the string overloading made of it, as sysopen checks it */
-    if (write_op && (SvTAINTED(name) || SvTAINTED(path))) {
-        TAINT;
-        taint_proper(NULL, write_op);
-    }
-    return path;
+    return ffxs_path_arg_after(aTHX_ name, write_op, NULL, NULL);
 }
 
 /* A boolean option's value: anything but a reference. */

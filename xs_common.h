@@ -151,6 +151,14 @@ SV *ffxs_stringified(pTHX_ SV *sv);
 SV *ffxs_path_arg(pTHX_ SV *name, const char *write_op);
 #define path_arg(name, write_op) ffxs_path_arg(aTHX_ name, write_op)
 
+/* path_arg with a step before its refusal: before it croaks, first(ctx)
+ * runs (file_copy: the source read to its end, whose errors come first),
+ * and may croak itself. */
+SV *ffxs_path_arg_after(pTHX_ SV *name, const char *write_op, void (*first)(pTHX_ void *),
+                        void *ctx);
+#define path_arg_after(name, write_op, first, ctx) \
+    ffxs_path_arg_after(aTHX_ name, write_op, first, ctx)
+
 /* A path to be written that holds a NUL byte: croak with ENOENT, as open
  * does (after safe_path's warning, whatever its handler did to errno). */
 void ffxs_croak_unless_safe(pTHX_ SV *path, const char *op, IV pid);

@@ -1278,7 +1278,8 @@ which says 4096 bytes, is copied when what it holds fits); so do sources
 of unknown size (pipes, devices, C</proc>) that pass C<$max> or fail
 within their first block (64 KiB); a longer one that passes C<$max> later
 fails after the temp was made (and removed). When the target cannot be
-made, the rest of the source is read before its error is reported, so the
+made (its name refused too: C<undef>, C<''>, tainted, a NUL byte in it),
+the rest of the source is read before its error is reported, so the
 source's error (too long, a failed read) comes first, as in the
 reference. A source that fails after a write to the temp failed
 (C<ENOSPC>) is not read on: the write's error is reported, where the
