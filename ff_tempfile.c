@@ -194,6 +194,14 @@ int ff_create_owned(const char *path, const char *dir, const char *name, uid_t u
         *unlink_err = unheld ? unheld : remove_own(in, name, *fd);
         close(*fd);
         *fd = -1;
+    } else if (*at >= 0 && *at < *fd && dup3(*fd, *at, O_CLOEXEC) == *at) {
+        /* the file in the slot the directory took first, the lowest free
+         * one, where the reference's open puts it (0 to 2 when free: perl
+         * leaves such a handle inherited across exec, as $^F says); dup3
+         * closed the directory */
+        close(*fd);
+        *fd = *at;
+        *at = -1;
     }
     return err;
 }

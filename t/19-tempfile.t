@@ -407,6 +407,23 @@ for my $case ([ 'tempfile', sub { tempfile(@_) }, sub { ref_tempfile(@_) } ],
     }
 }
 
+# the handle's fd is the one the reference's open gets, the lowest free
+# (its directory, held while the file is made, took that one first: 4 for
+# 3; with STDIN closed, 3 and close-on-exec for 0, which the reference's
+# handle leaves inherited, as $^F says)
+{
+    my $code = 'use FastFile qw(create_owned_file_fh); use Reference (); use Fcntl qw(F_GETFD); my $i = 0; '
+             . 'for my $close (0, 1) { close STDIN if $close; '
+             . '  for my $f (\\&create_owned_file_fh, \\&Reference::ref_create_owned_file_fh) { '
+             . '    my $fh = $f->("$ARGV[0]/fd" . $i++, $<); print fileno($fh), ":", fcntl($fh, F_GETFD, 0) + 0, " "; close $fh } }';
+    my ($status, $out) = run_perl($code, args => [$dir]);
+    my ($ff, $ref, $ff0, $ref0) = split ' ', $out;
+    is($ff, $ref, "create_owned_file_fh: the reference's fd and close-on-exec flag ($ref)") or diag($out);
+    is($ff0, $ref0, "create_owned_file_fh, STDIN closed: the reference's fd and flag ($ref0)");
+    is($ref0, '0:0', '... fd 0, inherited across exec');
+    unlink map { "$dir/fd$_" } 0 .. 3;
+}
+
 # Symbol::gensym, anyone's code, called as IO::File->new calls it (before
 # the open): a value that is no unopened glob gives a handle all the same
 # (it was taken for a glob: SIGSEGV), and its die leaves no file (it ran
