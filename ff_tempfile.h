@@ -40,10 +40,10 @@ char *ff_owned_dir(const char *path, const char **name);
 /* create_owned_file_fh's file: the directory dir opened (O_PATH) into *at,
  * name created in it with O_WRONLY|O_CREAT|O_EXCL and perm, then
  * fchown(uid, gid) on the fd, then moved (dup3) to the slot the directory
- * took, the lowest free one, as a plain open would get. *step says what failed: FF_STEP_OPEN (the
- * directory or the file) or FF_STEP_OWNER; after a failed fchown the file
- * is removed from *at while its fd is still open, only when name there is
- * still that file, then closed; *unlink_err holds why it was not (ESTALE:
+ * took, the lowest free one, as a plain open would get. *step says what
+ * failed: FF_STEP_OPEN (the directory or the file) or FF_STEP_OWNER;
+ * after a failed fchown the file is removed from *at while its fd is
+ * still open, only when name there is still that file, then closed; *unlink_err holds why it was not (ESTALE:
  * another file has the name now, left alone; 0: removed). *at is the
  * caller's to close (also after a signal handler died in a retry). Returns
  * 0 with *fd, or the errno of *step. (Where the directory cannot be
