@@ -198,12 +198,15 @@ static int is_dir(const char *path)
 /* File::Path::make_path's croak for dir, when dir is not a directory after
  * ff_mkdir_p: it climbs from dir while the parent is not a directory, then
  * makes the level below the first one that is, and names that level with
- * its mkdir's error ("File exists" for a file in the way). Returns when dir
- * is a directory. */
+ * its mkdir's error ("File exists" for a file or dangling symlink in the
+ * way: what lstat finds there; nothing is made). Returns when dir is a
+ * directory, or that level is missing (it went after ff_mkdir_p made it:
+ * the open's ENOENT is the error, as the reference's open meets it). */
 static void S_croak_make_path(pTHX_ char *dir)
 {
     size_t len = strlen(dir), top = len;
-    int err;
+    struct stat st;
+    char saved;
 
     if (is_dir(dir))
         return;
@@ -232,9 +235,11 @@ static void S_croak_make_path(pTHX_ char *dir)
             top = parent;
         }
     }
+    saved = dir[top];
     dir[top] = '\0';
-    err = mkdir(dir, 0777) < 0 ? errno : EEXIST;
-    croak_errno_at(err, "mkdir %s: ", dir);
+    if (lstat(dir, &st) == 0)
+        croak_errno_at(EEXIST, "mkdir %s: ", dir);
+    dir[top] = saved;
 }
 #define croak_make_path(dir) S_croak_make_path(aTHX_ dir)
 

@@ -250,6 +250,25 @@ CODE
     }
 }
 
+# A signal handler run on an EINTR of the directory's open (a FUSE parent)
+# that removes the directory just made, or changes the working directory:
+# the open's ENOENT, as the reference's open would meet it, and nothing made
+# (make_path's croak was emulated with a real mkdir: it made the level again,
+# in the handler's directory after a chdir, and said "mkdir sub: File
+# exists")
+for my $how (qw(rmdir chdir)) {
+    my $base = "$dir/eintr-$how";
+    mkdir $_ or die "mkdir $_: $!" for $base, "$base/a", "$base/b";
+    my $r = strace_call('chdir "$T/a" or die; $SIG{ALRM} = $ARGV[0] eq "rmdir" ? sub { rmdir "sub" or die "rmdir: $!" } '
+                        . ': sub { chdir "$T/b" or die }; create_owned_file_fh("sub/file", $<)', args => [$how],
+                        target => $base, setup => 'require IO::File', trace => ['openat'], paths => ['sub'],
+                        inject => ['openat:error=EINTR:signal=ALRM:when=1']);
+    is($r->{err}, "unable to create file 'sub/file' - No such file or directory\n",
+       "directory's open EINTR, a handler that does $how: the open's ENOENT") or diag($r->{stderr});
+    is(join(',', map { -e "$base/$_/sub" ? $_ : () } qw(a b)), $how eq 'rmdir' ? '' : 'a',
+       "... no directory made again or in the handler's directory");
+}
+
 # ----------------------------------------------------------- fd exhaustion
 
 {
