@@ -47,10 +47,14 @@ static void S_leave_plain_scope(pTHX_ struct ffxs_plain_scope *s)
 void ffxs_cat_errno(pTHX_ SV *msg, int err)
 {
     struct ffxs_plain_scope scope;
+    /* perl's $! magic on a private SV: the caller's $! may be tied or
+     * localized, and its FETCH (user code) may not run in the plain scope */
+    SV *text = sv_newmortal();
 
+    sv_magic(text, NULL, PERL_MAGIC_sv, "!", 1);
     SETERRNO(err, 0);
     S_enter_plain_scope(aTHX_ &scope);
-    sv_catsv(msg, get_sv("!", GV_ADD));
+    sv_catsv(msg, text);
     S_leave_plain_scope(aTHX_ &scope);
     SETERRNO(err, 0);
 }

@@ -21,7 +21,8 @@
 
 /* Append the text of err to msg as perl's own $! gives it in the
  * reference's scope, which has no `use locale` (English from perl 5.22 on,
- * whatever the caller's locale), and leave $! set to err. */
+ * whatever the caller's locale), and leave $! set to err. No user code
+ * runs (a tied $! is not read). */
 void ffxs_cat_errno(pTHX_ SV *msg, int err);
 #define cat_errno(msg, err) ffxs_cat_errno(aTHX_ msg, err)
 
