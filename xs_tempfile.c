@@ -37,8 +37,18 @@ static const char *failed_write_text(int fd, size_t total)
                                                 : "unable to write to tempfile: ";
 }
 
+/* PerlIO_fdopen(fd, mode) with fd inherited across exec when it is one of
+ * $^F's (0 to 2), as perl's own open leaves it: perl 5.28 and later do
+ * that in PerlIO_fdopen, older ones (5.20) leave our O_CLOEXEC. */
+static PerlIO *S_perlio_of(pTHX_ int fd, const char *mode)
+{
+    if (fd <= PL_maxsysfd)
+        (void)fcntl(fd, F_SETFD, 0);
+    return PerlIO_fdopen(fd, mode);
+}
+
 /* A perl handle on fd, as sysopen with these flags makes one: its PerlIO
- * (which finds the offset where our write left it; PerlIO_fdopen makes the
+ * (which finds the offset where our write left it; S_perlio_of makes the
  * fd inherited across exec only when it is one of $^F's), its IoTYPE. A glob
  * reference, named name (in perl's messages), blessed into class unless
  * NULL. NULL with errno when PerlIO cannot take the fd; it has then closed
@@ -55,7 +65,7 @@ static SV *S_handle_of(pTHX_ int fd, int flags, const char *class, const char *n
     /* the mode and IoTYPE as sysopen derives them from the flags (its
      * type is by access mode alone: O_APPEND changes the mode, not it) */
     type = PerlIO_intmode2str(flags, mode, NULL);
-    f = PerlIO_fdopen(fd, mode);
+    f = S_perlio_of(aTHX_ fd, mode);
     if (!f)
         return NULL;
     gv = (GV *)newSV(0);
@@ -276,7 +286,7 @@ static SV *S_io_file_handle(pTHX_ SV *glob, int fd)
 
     if (!glob)
         return handle_of(fd, O_WRONLY, "IO::File", "__ANONIO__");
-    f = PerlIO_fdopen(fd, "w");
+    f = S_perlio_of(aTHX_ fd, "w");
     if (!f)
         return NULL;
     io = GvIOn((GV *)SvRV(glob));

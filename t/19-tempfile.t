@@ -422,6 +422,12 @@ for my $case ([ 'tempfile', sub { tempfile(@_) }, sub { ref_tempfile(@_) } ],
     is($ff0, $ref0, "create_owned_file_fh, STDIN closed: the reference's fd and flag ($ref0)");
     is($ref0, '0:0', '... fd 0, inherited across exec');
     unlink map { "$dir/fd$_" } 0 .. 3;
+    # tempfile's too: fd 0 inherited on every perl (5.20's PerlIO_fdopen
+    # left the O_CLOEXEC of our open)
+    ($status, $out) = run_perl('use FastFile qw(tempfile); use Reference (); use Fcntl qw(F_GETFD); close STDIN; '
+                               . 'for my $f (\\&tempfile, \\&Reference::ref_tempfile) { my $fh = $f->(undef, dir => $ARGV[0]); '
+                               . 'print fileno($fh), ":", fcntl($fh, F_GETFD, 0) + 0, " "; close $fh }', args => [$dir]);
+    is($out, '0:0 0:0 ', 'tempfile, STDIN closed: fd 0, inherited, as the reference\'s');
 }
 
 # Symbol::gensym, anyone's code, called as IO::File->new calls it (before
