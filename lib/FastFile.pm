@@ -1112,8 +1112,10 @@ the reference's name C<print> or C<open>.
 
 C<create_owned_file_fh> set no owner and did not remove the file it had
 created; it dies after this warning. C<Stale file handle>: another file
-had been moved to that name meanwhile, and was left alone. Remove C<FILE>
-by hand once you know which it is.
+had been moved to that name meanwhile, and was left alone. C<Too many open
+files>, C<Permission denied>: its directory could not be held (see
+L</CAVEATS>), so nothing was removed. Remove C<FILE> by hand once you know
+which it is.
 
 =item C<Wide character in file_set_contents> (category C<utf8>)
 
