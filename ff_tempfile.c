@@ -158,6 +158,10 @@ int ff_create_owned(const char *path, const char *dir, const char *name, uid_t u
 
     *step = FF_STEP_OPEN;
     *unlink_err = 0;
+    /* the kernel's verdict on the whole path, which the reference opens:
+     * made in its directory, a path past PATH_MAX would be made too */
+    if (strlen(path) >= PATH_MAX)
+        return ENAMETOOLONG;
     /* the directory held: the file is made, looked at and removed in it,
      * whatever is renamed or swapped for a symlink on the path meanwhile */
     FF_SYSCALL(err, intr, *at = open(dir, FF_O_PATH | O_DIRECTORY | O_CLOEXEC));

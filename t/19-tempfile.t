@@ -407,6 +407,23 @@ for my $case ([ 'tempfile', sub { tempfile(@_) }, sub { ref_tempfile(@_) } ],
     }
 }
 
+# a path longer than PATH_MAX whose directory is not: the reference's open
+# of the whole path fails ENAMETOOLONG (made in its directory held open, the
+# file was made, and no one could open it by its name)
+{
+    my $name = 'n' x 250;           # (a level is at most 255 bytes)
+    my $d = "$dir/long/" . join '/', ('x' x 200) x 18;
+    $d .= '/' . 'y' x (4100 - length("$d//$name"));
+    my $got = outcome(sub { create_owned_file_fh("$d/$name", $<) });
+    my $ref = outcome(sub { ref_create_owned_file_fh("$d/$name", $<) });
+    is($got->{err}, $ref->{err}, 'a path past PATH_MAX: the reference\'s error');
+    like($got->{err}, qr/File name too long/, '... ENAMETOOLONG');
+    opendir my $dh, $d or die "$d: $!";
+    is_deeply([ grep { !/\A\.\.?\z/ } readdir $dh ], [], '... no file made');
+    require File::Path;
+    File::Path::remove_tree("$dir/long");
+}
+
 # the handle's fd is the one the reference's open gets, the lowest free
 # (its directory, held while the file is made, took that one first: 4 for
 # 3; with STDIN closed, 3 and close-on-exec for 0, which the reference's
