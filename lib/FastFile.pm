@@ -624,7 +624,9 @@ missing argument. C<$!> afterwards is C<ENOTTY>, as the reference's open
 leaves it. Two to four arguments, as the reference's signature: other
 counts die with perl's text (C<Too few arguments for subroutine
 'FastFile::create_owned_file_fh' (got 1; expected at least 2) at FILE
-line N.>). The file is made in its directory held open (C<O_PATH>). If
+line N.>). The file is made in its directory held open (C<O_PATH>); its
+handle gets the fd the reference's open gets (the lowest free: 0 with
+C<STDIN> closed, inherited across C<exec> as C<$^F> says). If
 the owner cannot be set, that file is removed before it dies, from that
 directory and only while the name there is still it (see L</CAVEATS>).
 Exported on request and by C<:pve> and C<:all>.
