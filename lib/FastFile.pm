@@ -101,11 +101,15 @@ sub tempfile {
     return $fh;
 }
 
+# The data is read once, by the XSUB (not copied here), but a tied one is
+# FETCHed first, as the reference's my ($data, $perm, %opts) = @_ does: a
+# FETCH that changes $perm or an option is seen, as there.
 sub tempfile_contents {
-    my (undef, $perm, %opts) = @_;     # the data is read once, by the XSUB
+    my @fetched = tied $_[0] ? ($_[0]) : ();
+    my (undef, $perm, %opts) = @_;
     my @args = _tempfile_args($perm, \%opts);
     my $loaded = $INC{'IO/File.pm'} || _load_io_file();
-    my $fh = _tempfile_contents($_[0], @args);
+    my $fh = _tempfile_contents(@fetched ? $fetched[0] : $_[0], @args);
     _load_io_file() unless $loaded;    # (or perl loads it at the first method call)
     return ("/proc/$$/fd/" . fileno($fh), $fh);
 }

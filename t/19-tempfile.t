@@ -139,6 +139,30 @@ for my $case (@data) {
     is(scalar(() = entries("/proc/$$/fd")), $fds, '... and no fd left open');
 }
 
+# a tied data's FETCH comes first, as in the reference's my (...) = @_:
+# one that changes the caller's $perm is seen (it was taken before the
+# FETCH: mode 0600)
+{
+    package ChangesArgs;
+    our ($perm, $where);
+    sub TIESCALAR { my ($class, $to) = @_; return bless { to => $to, n => 0 }, $class }
+    sub FETCH { my ($self) = @_; $self->{n}++; $perm = 0640; $where = $self->{to}; return "data" }
+    package main;
+    mkdir "$dir/fetch-$_" for qw(old new);
+    my %mode;
+    for my $f ([ ff => \&tempfile_contents ], [ ref => \&ref_tempfile_contents ]) {
+        ($ChangesArgs::perm, $ChangesArgs::where) = (0600, "$dir/fetch-old");
+        tie my $data, 'ChangesArgs', "$dir/fetch-new";
+        my $old = umask 022;
+        my ($path, $fh) = $f->[1]->($data, $ChangesArgs::perm, dir => $ChangesArgs::where);
+        umask $old;
+        $mode{ $f->[0] } = sprintf '%04o', (stat $fh)[2] & 07777;
+        is(tied($data)->{n}, 1, "$f->[0]: a FETCH that changes the other arguments: one FETCH");
+    }
+    is($mode{ff}, $mode{ref}, "tempfile_contents: the perm as the tied data's FETCH left it ($mode{ref})");
+    rmdir "$dir/fetch-$_" for qw(old new);
+}
+
 # ---------------------------------------------------------------- tempfile
 
 {
