@@ -154,16 +154,22 @@ int ff_create_owned(const char *path, const char *dir, const char *name, uid_t u
                     mode_t perm, int *at, int *fd, enum ff_step *step, int *unlink_err,
                     const struct ff_eintr *intr)
 {
-    int err, in;
+    int err, in, unheld = 0;
 
     *step = FF_STEP_OPEN;
     *unlink_err = 0;
+    /* the kernel's verdict on the whole path, which the reference opens:
+     * made in its directory, a path past PATH_MAX would be made too */
+    if (strlen(path) >= PATH_MAX)
+        return ENAMETOOLONG;
     /* the directory held: the file is made, looked at and removed in it,
      * whatever is renamed or swapped for a symlink on the path meanwhile */
     FF_SYSCALL(err, intr, *at = open(dir, FF_O_PATH | O_DIRECTORY | O_CLOEXEC));
-    if (err == EACCES && !FF_HAVE_O_PATH) {
-        /* a directory we may write but not read: by the path, and nothing
-         * is removed by it */
+    if (FF_OUT_OF_FDS(err) || (err == EACCES && !FF_HAVE_O_PATH)) {
+        /* a directory that cannot be held (no fd for it, or one we may
+         * write but not read): the file by the path, as the reference
+         * makes it, and nothing removed by it (unheld says why) */
+        unheld = err;
         in = AT_FDCWD;
         name = path;
     } else if (err) {
@@ -172,6 +178,16 @@ int ff_create_owned(const char *path, const char *dir, const char *name, uid_t u
         in = *at;
     }
     FF_SYSCALL(err, intr, *fd = openat(in, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, perm));
+    if (FF_OUT_OF_FDS(err) && in != AT_FDCWD) {
+        /* the directory took the last fd, which the reference's open
+         * has: that one for the file, by the path, as above */
+        close(*at);
+        *at = -1;
+        unheld = err;
+        in = AT_FDCWD;
+        name = path;
+        FF_SYSCALL(err, intr, *fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, perm));
+    }
     if (err)
         return err;
     *step = FF_STEP_OWNER;
@@ -179,9 +195,17 @@ int ff_create_owned(const char *path, const char *dir, const char *name, uid_t u
     if (err) {
         /* the reference passes its handle to unlink, which removes nothing;
          * ours goes while its fd is still open, once seen to be it */
-        *unlink_err = in == AT_FDCWD ? EACCES : remove_own(in, name, *fd);
+        *unlink_err = unheld ? unheld : remove_own(in, name, *fd);
         close(*fd);
         *fd = -1;
+    } else if (*at >= 0 && *at < *fd && dup3(*fd, *at, O_CLOEXEC) == *at) {
+        /* the file in the slot the directory took first, the lowest free
+         * one, where the reference's open puts it (0 to 2 when free: perl
+         * leaves such a handle inherited across exec, as $^F says); dup3
+         * closed the directory */
+        close(*fd);
+        *fd = *at;
+        *at = -1;
     }
     return err;
 }

@@ -39,15 +39,17 @@ char *ff_owned_dir(const char *path, const char **name);
 
 /* create_owned_file_fh's file: the directory dir opened (O_PATH) into *at,
  * name created in it with O_WRONLY|O_CREAT|O_EXCL and perm, then
- * fchown(uid, gid) on the fd. *step says what failed: FF_STEP_OPEN (the
- * directory or the file) or FF_STEP_OWNER; after a failed fchown the file
- * is removed from *at while its fd is still open, only when name there is
- * still that file, then closed; *unlink_err holds why it was not (ESTALE:
+ * fchown(uid, gid) on the fd, then moved (dup3) to the slot the directory
+ * took, the lowest free one, as a plain open would get. *step says what
+ * failed: FF_STEP_OPEN (the directory or the file) or FF_STEP_OWNER;
+ * after a failed fchown the file is removed from *at while its fd is
+ * still open, only when name there is still that file, then closed; *unlink_err holds why it was not (ESTALE:
  * another file has the name now, left alone; 0: removed). *at is the
  * caller's to close (also after a signal handler died in a retry). Returns
- * 0 with *fd, or the errno of *step. (Where a directory cannot be held,
- * O_PATH missing and the directory unreadable, path is created as it is
- * and nothing removed: *unlink_err EACCES.) */
+ * 0 with *fd, or the errno of *step. (Where the directory cannot be
+ * held - no fd left for it but the file's, or O_PATH missing and the
+ * directory unreadable - path is created as it is and nothing removed:
+ * *unlink_err is why, EMFILE, ENFILE or EACCES.) */
 int ff_create_owned(const char *path, const char *dir, const char *name, uid_t uid, gid_t gid,
                     mode_t perm, int *at, int *fd, enum ff_step *step, int *unlink_err,
                     const struct ff_eintr *intr);

@@ -48,10 +48,14 @@ static void S_leave_plain_scope(pTHX_ struct ffxs_plain_scope *s)
 void ffxs_cat_errno(pTHX_ SV *msg, int err)
 {
     struct ffxs_plain_scope scope;
+    /* perl's $! magic on a private SV: the caller's $! may be tied or
+     * localized, and its FETCH (user code) may not run in the plain scope */
+    SV *text = sv_newmortal();
 
+    sv_magic(text, NULL, PERL_MAGIC_sv, "!", 1);
     SETERRNO(err, 0);
     S_enter_plain_scope(aTHX_ &scope);
-    sv_catsv(msg, get_sv("!", GV_ADD));
+    sv_catsv(msg, text);
     S_leave_plain_scope(aTHX_ &scope);
     SETERRNO(err, 0);
 }
@@ -172,6 +176,14 @@ SV *ffxs_stringified(pTHX_ SV *sv)
         S_stringify_number(aTHX_ sv);
     else
         (void)SvPV_nomg_nolen(sv);
+    if (!SvPOKp(sv)) {
+        /* a glob keeps no string form ("*main::G" is made anew each time):
+         * a copy of it, so that SvPVX and SvCUR are the name's */
+        SV *str = sv_newmortal();
+
+        sv_copypv_nomg(str, sv);
+        return str;
+    }
     return sv;
 }
 
@@ -672,21 +684,27 @@ void ffxs_croak_step(pTHX_ struct ff_atomic *a, int err, SV *path)
 #undef TEMP
 }
 
+SV *ffxs_path_arg_after(pTHX_ SV *name, const char *write_op, void (*first)(pTHX_ void *),
+                        void *ctx)
+{
+    SV *path = SvOK(name) ? stringified(name) : NULL;
+    /* the name, or the string overloading made of it, as sysopen checks it */
+    bool tainted = write_op && path && (SvTAINTED(name) || SvTAINTED(path));
+
+    if (path && SvCUR(path) && !tainted)
+        return path;
+    if (first)
+        first(aTHX_ ctx);
+    if (!path || !SvCUR(path))
+        croak("file name is undefined or empty\n");
+    TAINT;
+    taint_proper(NULL, write_op);
+    return path;
+}
+
 SV *ffxs_path_arg(pTHX_ SV *name, const char *write_op)
 {
-    SV *path;
-
-    if (!SvOK(name))
-        croak("file name is undefined or empty\n");
-    path = stringified(name);
-    if (SvCUR(path) == 0)
-        croak("file name is undefined or empty\n");
-    /* the name, or the string overloading made of it, as sysopen checks it */
-    if (write_op && (SvTAINTED(name) || SvTAINTED(path))) {
-        TAINT;
-        taint_proper(NULL, write_op);
-    }
-    return path;
+    return ffxs_path_arg_after(aTHX_ name, write_op, NULL, NULL);
 }
 
 /* A boolean option's value: anything but a reference. */

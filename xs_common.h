@@ -21,7 +21,8 @@
 
 /* Append the text of err to msg as perl's own $! gives it in the
  * reference's scope, which has no `use locale` (English from perl 5.22 on,
- * whatever the caller's locale), and leave $! set to err. */
+ * whatever the caller's locale), and leave $! set to err. No user code
+ * runs (a tied $! is not read). */
 void ffxs_cat_errno(pTHX_ SV *msg, int err);
 #define cat_errno(msg, err) ffxs_cat_errno(aTHX_ msg, err)
 
@@ -137,7 +138,8 @@ PERL_STATIC_INLINE SV *S_name_snapshot(pTHX_ SV *sv)
 
 /* The string form of a private value (a snapshot): the value itself when
  * it is a string, else its string form - cached in it, or for a reference
- * (overloading runs) in a new mortal. A number is formatted as in the
+ * (overloading runs) or a glob ("*main::G") in a new mortal; always a
+ * string (SvPOKp), so SvPVX and SvCUR are its. A number is formatted as in the
  * reference's scope, which has no `use locale`: 1.5 is "1.5" even when the
  * caller's locale has a comma radix. */
 SV *ffxs_stringified(pTHX_ SV *sv);
@@ -149,6 +151,14 @@ SV *ffxs_stringified(pTHX_ SV *sv);
  * NULL for a file to be read. */
 SV *ffxs_path_arg(pTHX_ SV *name, const char *write_op);
 #define path_arg(name, write_op) ffxs_path_arg(aTHX_ name, write_op)
+
+/* path_arg with a step before its refusal: before it croaks, first(ctx)
+ * runs (file_copy: the source read to its end, whose errors come first),
+ * and may croak itself. */
+SV *ffxs_path_arg_after(pTHX_ SV *name, const char *write_op, void (*first)(pTHX_ void *),
+                        void *ctx);
+#define path_arg_after(name, write_op, first, ctx) \
+    ffxs_path_arg_after(aTHX_ name, write_op, first, ctx)
 
 /* A path to be written that holds a NUL byte: croak with ENOENT, as open
  * does (after safe_path's warning, whatever its handler did to errno). */

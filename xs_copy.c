@@ -49,13 +49,13 @@ static void S_croak_copy(pTHX_ struct ff_atomic *a, int err, enum ff_copy_side s
     croak_step(a, err, dst);
 }
 
-/* The target could not be made (err, at a->step). The reference reads the
- * whole source before it opens the target: a source that fails, or holds
- * more than max bytes, is what it reports. So the rest of the source is
- * read first (into buf, up to a byte past max; got: read already), and
- * the target's error reported only when the source is fine. */
-static void S_croak_target(pTHX_ struct ff_atomic *a, int err, int in, char *buf, size_t cap,
-                           size_t got, size_t max, SV *src, SV *dst, const struct ff_eintr *intr)
+/* The rest of the source read (into buf, up to a byte past max; got: read
+ * already) and its error croaked, before one of the target's: the
+ * reference reads the whole source before it opens the target, so a
+ * source that fails, or holds more than max bytes, is what it reports.
+ * Returns when the source is fine. */
+static void S_source_first(pTHX_ int in, char *buf, size_t cap, size_t got, size_t max,
+                           SV *src, const struct ff_eintr *intr)
 {
     size_t n;
     int read_err;
@@ -68,7 +68,24 @@ static void S_croak_target(pTHX_ struct ff_atomic *a, int err, int in, char *buf
     } while (n && got <= max);
     if (got > max)
         croak_too_long(src);
-    croak_step(a, err, dst);
+}
+
+/* S_source_first before the target's name is refused (undef, "", tainted,
+ * a NUL in it), from its start: nothing of it was read yet */
+struct source_first {
+    int in;
+    size_t size, limit, max;
+    SV *src;
+    const struct ff_eintr *intr;
+};
+
+static void S_source_first_from_start(pTHX_ void *ctx)
+{
+    struct source_first *s = (struct source_first *)ctx;
+    size_t cap;
+    char *buf = S_copy_block(aTHX_ s->size, s->limit, &cap);
+
+    S_source_first(aTHX_ s->in, buf, cap, 0, s->max, s->src, s->intr);
 }
 
 /* file_copy's intr callback: ffxs_on_eintr, and before the handlers first
@@ -176,7 +193,14 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
         size = 0;
     }
 
-    dst_path = path_arg(dst ? dst : &PL_sv_undef, op);
+    {
+        struct source_first first = { in, size, limit, max, src_path, &intr };
+
+        dst_path = path_arg_after(dst ? dst : &PL_sv_undef, op, S_source_first_from_start, &first);
+        /* (a NUL: refused when the temp is named, with perl's warning) */
+        if (memchr(SvPVX(dst_path), '\0', SvCUR(dst_path)))
+            S_source_first_from_start(aTHX_ &first);
+    }
     {
         struct ffxs_path of_sv = FFXS_PATH_OF(dst_path);
 
@@ -240,7 +264,8 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
             guard->reading = TRUE;
             if (!buf)
                 buf = S_copy_block(aTHX_ size, limit, &cap);
-            S_croak_target(aTHX_ a, err, in, buf, cap, pending, max, src_path, dst_path, &intr);
+            S_source_first(aTHX_ in, buf, cap, pending, max, src_path, &intr);
+            croak_step(a, err, dst_path);
         }
         a->step = FF_STEP_WRITE;
         /* the kernel moves the bytes where it can (never when the first

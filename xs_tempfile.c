@@ -37,8 +37,18 @@ static const char *failed_write_text(int fd, size_t total)
                                                 : "unable to write to tempfile: ";
 }
 
+/* PerlIO_fdopen(fd, mode) with fd inherited across exec when it is one of
+ * $^F's (0 to 2), as perl's own open leaves it: perl 5.28 and later do
+ * that in PerlIO_fdopen, older ones (5.20) leave our O_CLOEXEC. */
+static PerlIO *S_perlio_of(pTHX_ int fd, const char *mode)
+{
+    if (fd <= PL_maxsysfd)
+        (void)fcntl(fd, F_SETFD, 0);
+    return PerlIO_fdopen(fd, mode);
+}
+
 /* A perl handle on fd, as sysopen with these flags makes one: its PerlIO
- * (which finds the offset where our write left it; PerlIO_fdopen makes the
+ * (which finds the offset where our write left it; S_perlio_of makes the
  * fd inherited across exec only when it is one of $^F's), its IoTYPE. A glob
  * reference, named name (in perl's messages), blessed into class unless
  * NULL. NULL with errno when PerlIO cannot take the fd; it has then closed
@@ -55,7 +65,7 @@ static SV *S_handle_of(pTHX_ int fd, int flags, const char *class, const char *n
     /* the mode and IoTYPE as sysopen derives them from the flags (its
      * type is by access mode alone: O_APPEND changes the mode, not it) */
     type = PerlIO_intmode2str(flags, mode, NULL);
-    f = PerlIO_fdopen(fd, mode);
+    f = S_perlio_of(aTHX_ fd, mode);
     if (!f)
         return NULL;
     gv = (GV *)newSV(0);
@@ -198,12 +208,15 @@ static int is_dir(const char *path)
 /* File::Path::make_path's croak for dir, when dir is not a directory after
  * ff_mkdir_p: it climbs from dir while the parent is not a directory, then
  * makes the level below the first one that is, and names that level with
- * its mkdir's error ("File exists" for a file in the way). Returns when dir
- * is a directory. */
+ * its mkdir's error ("File exists" for a file or dangling symlink in the
+ * way: what lstat finds there; nothing is made). Returns when dir is a
+ * directory, or that level is missing (it went after ff_mkdir_p made it:
+ * the open's ENOENT is the error, as the reference's open meets it). */
 static void S_croak_make_path(pTHX_ char *dir)
 {
     size_t len = strlen(dir), top = len;
-    int err;
+    struct stat st;
+    char saved;
 
     if (is_dir(dir))
         return;
@@ -232,39 +245,55 @@ static void S_croak_make_path(pTHX_ char *dir)
             top = parent;
         }
     }
+    saved = dir[top];
     dir[top] = '\0';
-    err = mkdir(dir, 0777) < 0 ? errno : EEXIST;
-    croak_errno_at(err, "mkdir %s: ", dir);
+    if (lstat(dir, &st) == 0)
+        croak_errno_at(EEXIST, "mkdir %s: ", dir);
+    dir[top] = saved;
 }
 #define croak_make_path(dir) S_croak_make_path(aTHX_ dir)
 
-/* The handle IO::File->new makes, as the reference's: a glob from
- * Symbol::gensym (named "GEN<n>" in perl's messages) blessed into IO::File,
- * on fd open for writing. Without Symbol (IO::File could not be loaded:
- * no fd left), an IO::File all the same. */
-static SV *S_io_file_handle(pTHX_ int fd)
+/* The glob IO::File->new starts from, got as the reference gets it before
+ * its open: Symbol::gensym's (named "GEN<n>" in perl's messages), a mortal
+ * reference. NULL without Symbol (IO::File could not be loaded: no fd
+ * left), or where gensym (anyone's code) gave no unopened glob. */
+static SV *S_gensym(pTHX)
 {
     dSP;
     SV *rv;
-    PerlIO *f;
     IO *io;
 
     if (!get_cv("Symbol::gensym", 0))
-        return handle_of(fd, O_WRONLY, "IO::File", "__ANONIO__");
+        return NULL;
     PUSHMARK(SP);
     PUTBACK;
     (void)call_pv("Symbol::gensym", G_SCALAR);
     SPAGAIN;
     rv = sv_2mortal(newSVsv(POPs));
     PUTBACK;
-    f = PerlIO_fdopen(fd, "w");
+    if (!SvROK(rv) || !isGV_with_GP(SvRV(rv)))
+        return NULL;
+    io = GvIOp((GV *)SvRV(rv));
+    return io && IoIFP(io) ? NULL : rv;
+}
+
+/* The handle IO::File->new makes: glob (S_gensym's; NULL: a glob of our
+ * own) blessed into IO::File, on fd open for writing. */
+static SV *S_io_file_handle(pTHX_ SV *glob, int fd)
+{
+    PerlIO *f;
+    IO *io;
+
+    if (!glob)
+        return handle_of(fd, O_WRONLY, "IO::File", "__ANONIO__");
+    f = S_perlio_of(aTHX_ fd, "w");
     if (!f)
         return NULL;
-    io = GvIOn((GV *)SvRV(rv));
+    io = GvIOn((GV *)SvRV(glob));
     IoIFP(io) = IoOFP(io) = f;
     IoTYPE(io) = IoTYPE_WRONLY;
-    sv_bless(rv, gv_stashpvs("IO::File", GV_ADD));
-    return rv;
+    sv_bless(glob, gv_stashpvs("IO::File", GV_ADD));
+    return glob;
 }
 
 SV *ffxs_create_owned(pTHX_ SV *file, SV *uid, SV *gid, SV *perm)
@@ -278,7 +307,7 @@ SV *ffxs_create_owned(pTHX_ SV *file, SV *uid, SV *gid, SV *perm)
     const char *name;
     int fd = -1, at = -1, err, made, unlink_err;
     IV uid_n, gid_n;
-    SV *fh;
+    SV *fh, *glob;
 
     ENTER;
     SvGETMAGIC(file);
@@ -324,6 +353,7 @@ SV *ffxs_create_owned(pTHX_ SV *file, SV *uid, SV *gid, SV *perm)
         }
         croak_errno_at(err, "mkdir %s: ", dir);
     }
+    glob = S_gensym(aTHX);      /* (before anything is open: it runs perl code) */
     SAVEDESTRUCTOR_X(ffxs_close_fd_at_leave, &fd);
     SAVEDESTRUCTOR_X(ffxs_close_fd_at_leave, &at);
     err = ff_create_owned(SvPVX(path), dir, name, (uid_t)uid_n, (gid_t)gid_n, (mode_t)SvIV(perm),
@@ -346,7 +376,7 @@ SV *ffxs_create_owned(pTHX_ SV *file, SV *uid, SV *gid, SV *perm)
         croak_errno_at(err, "failed to change owner of '%" SVf "' to %" SVf ":%" SVf " - ",
                        SVfARG(path), SVfARG(uid), SVfARG(gid));
     }
-    fh = S_io_file_handle(aTHX_ fd);
+    fh = S_io_file_handle(aTHX_ glob, fd);
     err = errno;
     fd = -1;
     LEAVE;

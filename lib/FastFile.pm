@@ -101,11 +101,15 @@ sub tempfile {
     return $fh;
 }
 
+# The data is read once, by the XSUB (not copied here), but a tied one is
+# FETCHed first, as the reference's my ($data, $perm, %opts) = @_ does: a
+# FETCH that changes $perm or an option is seen, as there.
 sub tempfile_contents {
-    my (undef, $perm, %opts) = @_;     # the data is read once, by the XSUB
+    my @fetched = tied $_[0] ? ($_[0]) : ();
+    my (undef, $perm, %opts) = @_;
     my @args = _tempfile_args($perm, \%opts);
     my $loaded = $INC{'IO/File.pm'} || _load_io_file();
-    my $fh = _tempfile_contents($_[0], @args);
+    my $fh = _tempfile_contents(@fetched ? $fetched[0] : $_[0], @args);
     _load_io_file() unless $loaded;    # (or perl loads it at the first method call)
     return ("/proc/$$/fd/" . fileno($fh), $fh);
 }
@@ -692,7 +696,9 @@ missing argument. C<$!> afterwards is C<ENOTTY>, as the reference's open
 leaves it. Two to four arguments, as the reference's signature: other
 counts die with perl's text (C<Too few arguments for subroutine
 'FastFile::create_owned_file_fh' (got 1; expected at least 2) at FILE
-line N.>). The file is made in its directory held open (C<O_PATH>). If
+line N.>). The file is made in its directory held open (C<O_PATH>); its
+handle gets the fd the reference's open gets (the lowest free: 0 with
+C<STDIN> closed, inherited across C<exec> as C<$^F> says). If
 the owner cannot be set, that file is removed before it dies, from that
 directory and only while the name there is still it (see L</CAVEATS>).
 Exported on request and by C<:pve> and C<:all>.
@@ -1213,8 +1219,10 @@ the reference's name C<print> or C<open>.
 
 C<create_owned_file_fh> set no owner and did not remove the file it had
 created; it dies after this warning. C<Stale file handle>: another file
-had been moved to that name meanwhile, and was left alone. Remove C<FILE>
-by hand once you know which it is.
+had been moved to that name meanwhile, and was left alone. C<Too many open
+files>, C<Permission denied>: its directory could not be held (see
+L</CAVEATS>), so nothing was removed. Remove C<FILE> by hand once you know
+which it is.
 
 =item C<Wide character in file_set_contents> (category C<utf8>)
 
@@ -1385,7 +1393,9 @@ another process that replaces the name between that check and the
 C<unlinkat> (one system call apart; it needs write permission on the
 directory). In the portable build, a parent directory it may write but
 not read cannot be held (no C<O_PATH>): the file is then made by its path
-and nothing is removed (the warning says C<Permission denied>). It does
+and nothing is removed (the warning says C<Permission denied>); so too with
+one fd left, which the reference's open needs and the file gets (C<Too
+many open files>). It does
 not load C<File::Path> or C<File::Basename>. Under C<-T> it refuses
 a tainted C<$uid>, C<$gid> or C<$perm> before making anything (the
 reference dies in its C<sysopen> or C<chown>, after making the directories
@@ -1403,7 +1413,8 @@ which says 4096 bytes, is copied when what it holds fits); so do sources
 of unknown size (pipes, devices, C</proc>) that pass C<$max> or fail
 within their first block (64 KiB); a longer one that passes C<$max> later
 fails after the temp was made (and removed). When the target cannot be
-made, the rest of the source is read before its error is reported, so the
+made (its name refused too: C<undef>, C<''>, tainted, a NUL byte in it),
+the rest of the source is read before its error is reported, so the
 source's error (too long, a failed read) comes first, as in the
 reference. A source that fails after a write to the temp failed
 (C<ENOSPC>) is not read on: the write's error is reported, where the

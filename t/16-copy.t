@@ -106,6 +106,16 @@ compare('source too long and target directory missing', sub { spew('src', 'abcd'
 # reference reads it all first, so "too long" is its error, not the target's
 compare('/dev/zero past max, target directory missing', sub { }, [ '/dev/zero', 'nodir/dst', 100_000 ],
         err => qr/^file '\/dev\/zero' too long/);
+# a target name that is refused before anything is opened (undef, '', a
+# NUL in it) is the target's error too: the source's come first (it was
+# "file name is undefined or empty" or ENOENT before "too long")
+for my $dst ([ 'undef', undef ], [ "''", '' ], [ 'a NUL', "a\0b" ]) {
+    no warnings 'syscalls';
+    compare("/dev/zero past max, target name $dst->[0]", sub { }, [ '/dev/zero', $dst->[1], 100_000 ],
+            err => qr/^file '\/dev\/zero' too long/);
+    compare("a directory as the source, target name $dst->[0]", sub { mkdir 'src' }, [ 'src', $dst->[1] ],
+            err => qr/^unable to read file 'src' - Is a directory/);
+}
 {
     my @writers;
     # a FIFO whose writer puts $size bytes in it (and ends when the reader

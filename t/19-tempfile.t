@@ -139,6 +139,30 @@ for my $case (@data) {
     is(scalar(() = entries("/proc/$$/fd")), $fds, '... and no fd left open');
 }
 
+# a tied data's FETCH comes first, as in the reference's my (...) = @_:
+# one that changes the caller's $perm is seen (it was taken before the
+# FETCH: mode 0600)
+{
+    package ChangesArgs;
+    our ($perm, $where);
+    sub TIESCALAR { my ($class, $to) = @_; return bless { to => $to, n => 0 }, $class }
+    sub FETCH { my ($self) = @_; $self->{n}++; $perm = 0640; $where = $self->{to}; return "data" }
+    package main;
+    mkdir "$dir/fetch-$_" for qw(old new);
+    my %mode;
+    for my $f ([ ff => \&tempfile_contents ], [ ref => \&ref_tempfile_contents ]) {
+        ($ChangesArgs::perm, $ChangesArgs::where) = (0600, "$dir/fetch-old");
+        tie my $data, 'ChangesArgs', "$dir/fetch-new";
+        my $old = umask 022;
+        my ($path, $fh) = $f->[1]->($data, $ChangesArgs::perm, dir => $ChangesArgs::where);
+        umask $old;
+        $mode{ $f->[0] } = sprintf '%04o', (stat $fh)[2] & 07777;
+        is(tied($data)->{n}, 1, "$f->[0]: a FETCH that changes the other arguments: one FETCH");
+    }
+    is($mode{ff}, $mode{ref}, "tempfile_contents: the perm as the tied data's FETCH left it ($mode{ref})");
+    rmdir "$dir/fetch-$_" for qw(old new);
+}
+
 # ---------------------------------------------------------------- tempfile
 
 {
@@ -405,6 +429,64 @@ for my $case ([ 'tempfile', sub { tempfile(@_) }, sub { ref_tempfile(@_) } ],
             is($ref->{err}, $real->{err}, scalar(@$args) . " arguments: the model's text is perl's ($real->{err})");
         }
     }
+}
+
+# a path longer than PATH_MAX whose directory is not: the reference's open
+# of the whole path fails ENAMETOOLONG (made in its directory held open, the
+# file was made, and no one could open it by its name)
+{
+    my $name = 'n' x 250;           # (a level is at most 255 bytes)
+    my $d = "$dir/long/" . join '/', ('x' x 200) x 18;
+    $d .= '/' . 'y' x (4100 - length("$d//$name"));
+    my $got = outcome(sub { create_owned_file_fh("$d/$name", $<) });
+    my $ref = outcome(sub { ref_create_owned_file_fh("$d/$name", $<) });
+    is($got->{err}, $ref->{err}, 'a path past PATH_MAX: the reference\'s error');
+    like($got->{err}, qr/File name too long/, '... ENAMETOOLONG');
+    opendir my $dh, $d or die "$d: $!";
+    is_deeply([ grep { !/\A\.\.?\z/ } readdir $dh ], [], '... no file made');
+    require File::Path;
+    File::Path::remove_tree("$dir/long");
+}
+
+# the handle's fd is the one the reference's open gets, the lowest free
+# (its directory, held while the file is made, took that one first: 4 for
+# 3; with STDIN closed, 3 and close-on-exec for 0, which the reference's
+# handle leaves inherited, as $^F says)
+{
+    my $code = 'use FastFile qw(create_owned_file_fh); use Reference (); use Fcntl qw(F_GETFD); my $i = 0; '
+             . 'for my $close (0, 1) { close STDIN if $close; '
+             . '  for my $f (\\&create_owned_file_fh, \\&Reference::ref_create_owned_file_fh) { '
+             . '    my $fh = $f->("$ARGV[0]/fd" . $i++, $<); print fileno($fh), ":", fcntl($fh, F_GETFD, 0) + 0, " "; close $fh } }';
+    my ($status, $out) = run_perl($code, args => [$dir]);
+    my ($ff, $ref, $ff0, $ref0) = split ' ', $out;
+    is($ff, $ref, "create_owned_file_fh: the reference's fd and close-on-exec flag ($ref)") or diag($out);
+    is($ff0, $ref0, "create_owned_file_fh, STDIN closed: the reference's fd and flag ($ref0)");
+    is($ref0, '0:0', '... fd 0, inherited across exec');
+    unlink map { "$dir/fd$_" } 0 .. 3;
+    # tempfile's too: fd 0 inherited on every perl (5.20's PerlIO_fdopen
+    # left the O_CLOEXEC of our open)
+    ($status, $out) = run_perl('use FastFile qw(tempfile); use Reference (); use Fcntl qw(F_GETFD); close STDIN; '
+                               . 'for my $f (\\&tempfile, \\&Reference::ref_tempfile) { my $fh = $f->(undef, dir => $ARGV[0]); '
+                               . 'print fileno($fh), ":", fcntl($fh, F_GETFD, 0) + 0, " "; close $fh }', args => [$dir]);
+    is($out, '0:0 0:0 ', 'tempfile, STDIN closed: fd 0, inherited, as the reference\'s');
+}
+
+# Symbol::gensym, anyone's code, called as IO::File->new calls it (before
+# the open): a value that is no unopened glob gives a handle all the same
+# (it was taken for a glob: SIGSEGV), and its die leaves no file (it ran
+# after the create: the file stayed)
+{
+    my $code = 'use FastFile qw(create_owned_file_fh); require IO::File; no warnings "redefine"; my $i = 0; '
+             . 'for my $g (sub { 42 }, sub { return }, sub { [] }, sub { \\*STDERR }, sub { die "gensym died\n" }) { '
+             . '  local *Symbol::gensym = $g; my $f = "$ARGV[0]/gs" . $i++; '
+             . '  my $fh = eval { create_owned_file_fh($f, $<) }; '
+             . '  print $fh ? (ref $fh, " ", (print {$fh} "ab") && close($fh) ? -s $f : "?") : $@ =~ s/\n//r, '
+             . '    " ", -e $f ? "file" : "none", "\n" }';
+    my ($status, $out) = run_perl($code, args => [$dir]);
+    is($status, 0, 'Symbol::gensym replaced: no crash') or diag($out);
+    is($out, "IO::File 2 file\n" x 4 . "gensym died none\n",
+       'Symbol::gensym replaced: a handle that writes; its die: no file made');
+    unlink map { "$dir/gs$_" } 0 .. 4;
 }
 
 # -T: a tainted directory, perm, mode or file name is refused, as the

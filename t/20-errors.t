@@ -226,6 +226,22 @@ SKIP: {
     }
 }
 
+# A tied $! (user code in its FETCH) is not read for the message's text:
+# the text is perl's for the errno, formatted in the reference's scope,
+# where user code may not run (its warn and caller there: SIGSEGV)
+{
+    my ($status, $out) = FFTest::run_perl(
+        'package T; sub TIESCALAR { bless {} } sub FETCH { warn "fetched\n"; my @c = caller 0; "tied" } sub STORE {} '
+        . 'package main; use FastFile; tie $!, "T"; '
+        . 'for my $c (sub { file_set_contents("$ARGV[0]/none/x", "a") }, sub { FastFile::file_copy("$ARGV[0]/none", "x") }, '
+        . '           sub { FastFile::create_owned_file_fh("$ARGV[0]", $<) }) { eval { $c->() }; print $@ =~ s/ at .*//sr }',
+        args => [$dir]);
+    is($status, 0, 'a tied $!: no crash') or diag($out);
+    like($out, qr{\Aunable to open file '\Q$dir\E/none/x\.tmp\.\d+' - No such file or directory\n}, '... the errno\'s text');
+    unlike($out, qr/fetched|tied/, '... its FETCH not run');
+    is(() = $out =~ /No such file or directory\n|File exists\n/g, 3, '... for each function');
+}
+
 is_deeply([ temps_in($dir) ], [], 'no temp files left at the end');
 
 done_testing;

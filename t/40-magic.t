@@ -189,6 +189,50 @@ for my $end (qw(written unchanged croaked)) {
     is(slurp($file), "\xe9", '... written downgraded');
 }
 
+# a glob as a name: perl's string form ("*main::G"), which a glob does not
+# keep in itself, is the name, as the reference's open uses it (it was
+# whatever bytes the glob's body held: file_set_contents(*G) wrote a file
+# named by heap bytes)
+{
+    our ($G, $D);
+    require Cwd;
+    require FastFile::Writer;    # (blib/lib is relative: loaded before the chdir)
+    require IO::File;
+    my $cwd = Cwd::getcwd();
+    chdir $dir or die "chdir $dir: $!";
+    my $names = sub { opendir my $dh, '.' or die; [ sort grep { !/^\.\.?$/ } readdir $dh ] };
+    my $before = $names->();
+    my @w = warnings_of {
+        ok(file_set_contents(*G, 'set'), 'glob name: file_set_contents');
+        is(slurp('*main::G'), 'set', '... writes "*main::G"');
+        is(FastFile::file_get_contents(*G), 'set', 'glob name: file_get_contents reads it');
+        is(FastFile::file_read_firstline(*G), 'set', 'glob name: file_read_firstline');
+        is(FastFile::file_read_last_line(*G), 'set', 'glob name: file_read_last_line');
+        ok(FastFile::file_copy(*G, 'copy'), 'glob name: file_copy from it');
+        is(slurp('copy'), 'set', '... the bytes copied');
+        ok(FastFile::file_copy('copy', *D), 'glob name: file_copy to it');
+        is(slurp('*main::D'), 'set', '... writes "*main::D"');
+        unlink '*main::D';
+        my $w = FastFile::atomic_writer(*D);
+        $w->print('writer');
+        $w->commit;
+        is(slurp('*main::D'), 'writer', 'glob name: atomic_writer writes "*main::D"');
+        unlink '*main::D', '*main::G';
+        my $fh = FastFile::create_owned_file_fh(*G, $<);
+        ok($fh && -f '*main::G', 'glob name: create_owned_file_fh makes "*main::G"');
+        close $fh if $fh;
+        mkdir '*main::D';
+        $fh = eval { FastFile::tempfile(undef, dir => *D) };
+        ok($fh, "glob dir: tempfile in \"*main::D\"") or diag($@);
+        close $fh if $fh;
+    };
+    is_deeply(\@w, [], 'glob names: no warning');
+    unlink '*main::G', 'copy';
+    rmdir '*main::D';
+    is_deeply($names->(), $before, 'glob names: no file under another name');
+    chdir $cwd or die "chdir $cwd: $!";
+}
+
 is_deeply([ temps_in($dir) ], [], 'no temp files left');
 
 done_testing;

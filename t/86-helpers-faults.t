@@ -243,6 +243,25 @@ CODE
     }
 }
 
+# A signal handler run on an EINTR of the directory's open (a FUSE parent)
+# that removes the directory just made, or changes the working directory:
+# the open's ENOENT, as the reference's open would meet it, and nothing made
+# (make_path's croak was emulated with a real mkdir: it made the level again,
+# in the handler's directory after a chdir, and said "mkdir sub: File
+# exists")
+for my $how (qw(rmdir chdir)) {
+    my $base = "$dir/eintr-$how";
+    mkdir $_ or die "mkdir $_: $!" for $base, "$base/a", "$base/b";
+    my $r = strace_call('chdir "$T/a" or die; $SIG{ALRM} = $ARGV[0] eq "rmdir" ? sub { rmdir "sub" or die "rmdir: $!" } '
+                        . ': sub { chdir "$T/b" or die }; create_owned_file_fh("sub/file", $<)', args => [$how],
+                        target => $base, setup => 'require IO::File', trace => ['openat'], paths => ['sub'],
+                        inject => ['openat:error=EINTR:signal=ALRM:when=1']);
+    is($r->{err}, "unable to create file 'sub/file' - No such file or directory\n",
+       "directory's open EINTR, a handler that does $how: the open's ENOENT") or diag($r->{stderr});
+    is(join(',', map { -e "$base/$_/sub" ? $_ : () } qw(a b)), $how eq 'rmdir' ? '' : 'a',
+       "... no directory made again or in the handler's directory");
+}
+
 # ----------------------------------------------------------- fd exhaustion
 
 {
@@ -250,12 +269,28 @@ CODE
              . 'while (open my $h, "<", "/dev/null") { push @h, $h } '
              . 'for my $c (sub { tempfile(undef, dir => $ARGV[0]) }, sub { tempfile_contents("x", undef, dir => $ARGV[0]) }, '
              . 'sub { create_owned_file_fh("$ARGV[0]/f", $<) }) { eval { $c->() }; print $@ } '
-             . 'pop @h; my ($p, $fh) = tempfile_contents("ok", undef, dir => $ARGV[0]); print -s $p, "\n"';
+             . 'pop @h; my $o = create_owned_file_fh("$ARGV[0]/g", $<); print ref $o, "\n"; close $o; '
+             . 'my ($p, $fh) = tempfile_contents("ok", undef, dir => $ARGV[0]); print -s $p, "\n"';
     my ($status, $out) = run_perl($code, args => [$dir], ulimit_n => 32);
     is($out, "failed to create tempfile: Too many open files\n" x 2
-             . "unable to create file '$dir/f' - Too many open files\n2\n",
-       'ulimit -n: the open fails with the reference\'s texts, and works again with one fd free');
+             . "unable to create file '$dir/f' - Too many open files\nIO::File\n2\n",
+       'ulimit -n: the open fails with the reference\'s texts, and works again with one fd free '
+       . '(create_owned_file_fh too: its directory is not held then, as the reference holds none)');
     ok(!-e "$dir/f", 'ulimit -n: no file made');
+    ok(-f "$dir/g", 'ulimit -n, one fd free: create_owned_file_fh made its file');
+    unlink "$dir/g";
+
+    # its fchown failing then: no fd to look at the directory with, so
+    # nothing is removed, with the reference's warning (and the reason)
+    my $r = strace_call('my @h; while (open my $h, "<", "/dev/null") { push @h, $h } pop @h; '
+                        . 'create_owned_file_fh($T, 4242, 4242)', target => "$dir/h", ulimit_n => 32,
+                        setup => 'require IO::File', trace => ['fchown'], inject => ['fchown:error=EPERM']);
+    like($r->{err}, qr/\Afailed to change owner of '\Q$dir\E\/h' to 4242:4242 - Operation not permitted/,
+         'ulimit -n, one fd free, fchown EPERM: dies') or diag($r->{err}, $r->{stderr});
+    is_deeply($r->{warnings}, ["failed to unlink '$dir/h' after failing to set owner: Too many open files\n"],
+              '... nothing removed (no fd to hold the directory), with the warning');
+    ok(-f "$dir/h", '... the file stays, as the reference leaves it');
+    unlink "$dir/h";
 }
 
 # ------------------------- the named file's open, a dying signal handler
