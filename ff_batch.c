@@ -37,6 +37,7 @@
 #if defined(__linux__) && !defined(FF_PORTABLE)
 #define FF_RENAME_APART 1
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
@@ -682,9 +683,12 @@ static int rename_job_run(void *arg)
     return 0;
 }
 
-/* The child's stack, in the frame of rename_apart (above the waitpid this
- * thread makes meanwhile): rename_each and its calls take under 2 KiB */
-#define FF_RENAME_STACK (32 * 1024)
+/* The child's stack: a mapping of its own, its lowest page a guard (an
+ * overflow kills the child, which reports the file it was at as failed),
+ * never the caller's stack: a thread made with a small stack (threads'
+ * stack_size, 16 KiB at the least) has no room for it there.
+ * rename_each and its calls take under 2 KiB (more under ASan). */
+#define FF_RENAME_STACK (64 * 1024)
 
 /* 1 when another thread may run now: one was ever started (glibc says so;
  * elsewhere assume it), and /proc/self/task counts more than this one (its
@@ -714,35 +718,40 @@ static int other_threads(void)
  * valgrind runs no other clone of memory than a thread's flags.) 0 when
  * none is made (no thread was ever started, or clone failed: the caller
  * renames itself), else 1 with *err rename_each's. */
-#if defined(__GNUC__)
-__attribute__((noinline))   /* its frame (the stack) only where it runs */
-#endif
 static int rename_apart(struct ff_batch *b, unsigned long runs, const struct ff_eintr *intr, int *err)
 {
 #if FF_RENAME_APART
     struct rename_job job;
-    union {
-        char bytes[FF_RENAME_STACK];
-        long double align;      /* (the top is where the stack starts) */
-    } stack;
+    long page = sysconf(_SC_PAGESIZE);
+    size_t guard = page > 0 ? (size_t)page : 4096, size = guard + FF_RENAME_STACK;
+    char *stack;
     pid_t pid, waited;
     int status = 0;
 
     if (!other_threads())
         return 0;
+    stack = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (stack == MAP_FAILED)
+        return 0;
+    if (mprotect(stack, guard, PROT_NONE) != 0) {
+        munmap(stack, size);
+        return 0;
+    }
     job.b = b;
     job.runs = runs;
     job.intr = intr;
     job.err = 0;
     /* exit signal 0: no SIGCHLD for the script's handler, and no
      * waitpid(-1) of its own (without __WALL) reaps this child */
-    pid = clone(rename_job_run, stack.bytes + FF_RENAME_STACK, CLONE_VM | CLONE_FILES | CLONE_FS,
-                &job);
-    if (pid < 0)
+    pid = clone(rename_job_run, stack + size, CLONE_VM | CLONE_FILES | CLONE_FS, &job);
+    if (pid < 0) {
+        munmap(stack, size);
         return 0;
+    }
     do
         waited = waitpid(pid, &status, __WALL);
     while (waited < 0 && errno == EINTR);
+    munmap(stack, size);
     if (waited == pid && !WIFEXITED(status)) {
         /* killed (SIGKILL) in the middle: the file it was at failed */
         b->failed = b->renamed;

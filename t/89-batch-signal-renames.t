@@ -173,4 +173,25 @@ CODE
     is_deeply([ temps_in($d) ], [], 'renames apart, the second fails: no temp');
 }
 
+# The renames made apart from a thread with the smallest stack threads
+# allows (16 KiB): the child's stack is a mapping of its own, not a part of
+# the caller's stack (it was 32 KiB there: SIGSEGV, status 139).
+SKIP: {
+    skip 'a perl without ithreads', 2 unless $Config::Config{useithreads};
+    my $d = tempdir();
+    my ($st, $out) = run_cmd($^X, inc_args(), '-e', <<'CODE', $d);
+use threads;
+use FastFile qw(file_set_contents_many);
+my ($d) = @ARGV;
+threads->create(sub { sleep 10 })->detach;
+my $small = threads->create({ stack_size => 16384 }, sub {
+    eval { file_set_contents_many([ map { ("$d/f$_", "new$_\n") } 1 .. 3 ]); 1 } ? 'ok' : "died $@";
+});
+print $small->join, "\n";
+CODE
+    is("$st $out", "0 ok\n", 'renames apart from a thread with a 16 KiB stack: the call returns');
+    is_deeply([ map { slurp("$d/f$_") } 1 .. 3 ], [ map { "new$_\n" } 1 .. 3 ],
+              'renames apart from a thread with a 16 KiB stack: every target new');
+}
+
 done_testing();
