@@ -229,4 +229,23 @@ SKIP: {
             or diag('got ' . show($got));
     }
 }
+# A big file (sparse: 1 GiB of no newline) cut to 0 at its first block:
+# the reads start again from its new end, not one empty 64 KiB block a step
+# back to 0 (16384 reads, none of them letting a handler run: an alarm
+# waited for the whole walk; 1 TiB took minutes).
+SKIP: {
+    my $why = strace_why();
+    skip "strace: $why", 2 if $why;
+    my $file = file_with('');
+    truncate $file, 1 << 30 or die "truncate: $!";
+    my $r = strace_call('my $l = file_read_last_line($ARGV[0]); "$cuts|$l"', attach => 1, args => [$file],
+                        paths => [$file], trace => ['pread64'],
+                        setup => 'our $cuts = 0; $SIG{USR1} = sub { truncate $ARGV[0], 0 or die "truncate: $!"; $cuts++ }',
+                        inject => ['pread64:signal=SIGUSR1:when=1']);
+    is($r->{ret}, '1|', 'a 1 GiB file cut to 0 at its first block read: the empty file\'s ""')
+        or diag($r->{err}, $r->{stderr});
+    my $reads = grep { $_->{name} eq 'pread64' } @{ $r->{calls} || [] };
+    cmp_ok($reads, '<=', 2, 'a 1 GiB file cut to 0 at its first block read: no walk back over empty blocks');
+    unlink $file;
+}
 done_testing();
