@@ -293,6 +293,7 @@ SKIP: {
     my $why = strace_why();
     skip "strace: $why", 4 if $why;
     skip 'unmounting /proc needs root', 4 if $>;
+    skip 'ASan\'s runtime needs /proc', 4 if ($ENV{LD_PRELOAD} // '') =~ /asan/;
     skip 'no POSIX ACL in this build', 4 unless $BUILD->{acl} && xattr_nr('set');
     my ($st0, $out0) = run_cmd('unshare', '-m', '--propagation', 'private', 'true');
     skip "no mount namespace here (unshare -m: $out0)", 4 if $st0;
