@@ -248,4 +248,19 @@ SKIP: {
     cmp_ok($reads, '<=', 2, 'a 1 GiB file cut to 0 at its first block read: no walk back over empty blocks');
     unlink $file;
 }
+# The side the end check does not see (POD): rewritten whole to its old
+# size between two blocks, the file is no shorter than the bytes read, and
+# the line joins 136 KiB of the new bytes to 64 KiB of the old.
+SKIP: {
+    my $why = strace_why();
+    skip "strace: $why", 1 if $why;
+    my $file = file_with('a' x (200 << 10));
+    my $r = strace_call('file_read_last_line($ARGV[0])', attach => 1, args => [$file],
+                        paths => [$file], trace => ['pread64'],
+                        setup => '$SIG{USR1} = sub { open my $fh, ">", $ARGV[0] or die; print {$fh} "b" x (200 << 10); close $fh or die }',
+                        inject => ['pread64:signal=SIGUSR1:when=1']);
+    is($r->{ret}, 'b' x (136 << 10) . 'a' x (64 << 10),
+       'rewritten to its old size between two blocks: not seen (new bytes, then old: POD)') or diag($r->{err});
+}
+
 done_testing();
