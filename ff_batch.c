@@ -683,7 +683,7 @@ static int rename_job_run(void *arg)
 }
 
 /* The child's stack: a block of the heap (malloc: no syscall where the
- * heap has room; a mapping of its own cost 22 us a batch more, munmap's
+ * heap has room; a mapping of its own cost ~35 us a batch more, munmap's
  * TLB shootdown), never the caller's stack: a thread made with a small
  * stack (threads' stack_size, 16 KiB at the least) has no room for it
  * there. rename_each and its calls take under 2 KiB (more under ASan). */
