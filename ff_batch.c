@@ -703,6 +703,49 @@ static int other_threads(void)
 }
 #endif
 
+#if FF_RENAME_APART
+/* 1 when f's rename was made: its temp's name is gone, or (noclobber's
+ * link) leads to the target's file. */
+static int rename_made(struct ff_batch_file *f, int dirfd)
+{
+    struct stat temp, target;
+
+    if (fstatat(dirfd, TEMP_LEAF(f), &temp, AT_SYMLINK_NOFOLLOW) != 0)
+        return errno == ENOENT;
+    return fstatat(dirfd, LEAF(f), &target, AT_SYMLINK_NOFOLLOW) == 0
+           && target.st_dev == temp.st_dev && target.st_ino == temp.st_ino;
+}
+
+/* The child was killed (SIGKILL) at file b->renamed: when its rename was
+ * made, that file is told as replaced and the next one to rename as failed
+ * (EINTR), or, none left, the renames are done (0). (No handler runs in
+ * the meantime: only the child touched these names.) */
+static int killed_at(struct ff_batch *b)
+{
+    size_t i = b->renamed;
+
+    if (i < b->n) {
+        struct ff_batch_file *f = &b->files[i];
+        struct ff_batch_dir *d = &b->dirs[f->dir];
+
+        if (d->fd >= 0 && rename_made(f, d->fd)) {
+            /* a link's temp name is still there: removed as a temp */
+            f->a.created = faccessat(d->fd, TEMP_LEAF(f), F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+            d->renamed_into = 1;
+            b->written++;
+            for (i++; i < b->n && b->files[i].unchanged; i++)
+                continue;
+        }
+    }
+    b->renamed = i;
+    if (i >= b->n)
+        return 0;
+    b->failed = i;
+    b->files[i].a.step = FF_STEP_RENAME;
+    return EINTR;
+}
+#endif
+
 /* With another thread in the process, blocking signals in this one does
  * not hold a signal sent to the process: the kernel gives it to a thread
  * that does not block it, whose handler (an exit) or default action
@@ -745,11 +788,8 @@ static int rename_apart(struct ff_batch *b, unsigned long runs, const struct ff_
         waited = waitpid(pid, &status, __WALL);
     while (waited < 0 && errno == EINTR);
     free(stack);                        /* the child has ended */
-    if (waited == pid && !WIFEXITED(status)) {
-        /* killed (SIGKILL) in the middle: the file it was at failed */
-        b->failed = b->renamed;
-        job.err = EINTR;
-    }
+    if (waited == pid && !WIFEXITED(status))
+        job.err = killed_at(b);
     *err = job.err;
     return 1;
 #else

@@ -692,7 +692,9 @@ took 94 microseconds of CPU instead of 41 (C<perf stat>, 4000 batches); a
 process that never started a thread pays nothing, one whose threads have
 all ended the C<stat> (46). Not covered: C<SIGKILL>
 or C<SIGSTOP> sent to that child itself (to the process group or cgroup:
-systemd's final C<SIGKILL>), where C<clone> fails (then the caller renames,
+systemd's final C<SIGKILL>; killed, the call dies naming the targets
+replaced, the next one failed with C<EINTR>, no temporary file left, or
+returns when the last rename was made), where C<clone> fails (then the caller renames,
 as before), and off Linux or in the portable build, where another thread
 may take the signal as described. From the first rename to the end of the call the renames are
 never cut short: the directory syncs with C<fsync>, and the rename of a
