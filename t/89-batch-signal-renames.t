@@ -196,7 +196,7 @@ CODE
 
 # The renames' child killed (SIGKILL to it alone: another thread of the
 # caller finds it in /proc/PID/task/*/children once a given target is new,
-# while strace holds the child in a rename): the caller tells what was
+# while strace holds the child 0.3 s at a rename): the caller tells what was
 # made. Killed after a rename (delay_exit) that file is replaced (it was
 # told as failed: "replaced f1, then ... f2 failed" with f2 new); after the
 # last one every target is new and the call succeeds (it died); killed
@@ -235,7 +235,7 @@ CODE
         my ($label, $delay, $when, $seen, $new, $want) = @$c;
         my $d = tempdir();
         my ($st, $out) = run_cmd('strace', '-qq', '-f', '-o', '/dev/null', '-e', 'trace=renameat',
-                                 '-e', "inject=renameat:$delay=1000000:when=$when", $^X, inc_args(), '-e', $KILLER, $d, $seen);
+                                 '-e', "inject=renameat:$delay=300000:when=$when", $^X, inc_args(), '-e', $KILLER, $d, $seen);
         $want =~ s{%s}{$d}g;
         like($out, qr/^killed 1\ncall \Q$want\E\n/m, "renames' child killed $label: the call says what was made") or diag("status $st");
         is_deeply([ map { slurp("$d/f$_") } 1 .. 4 ], [ (map { "new$_\n" } 1 .. $new), map { "old$_\n" } $new + 1 .. 4 ],
