@@ -685,9 +685,12 @@ static int rename_job_run(void *arg)
     return 0;
 }
 
-/* The child's stack, in the frame of rename_apart (above the waitpid this
- * thread makes meanwhile): rename_each and its calls take under 2 KiB */
-#define FF_RENAME_STACK (32 * 1024)
+/* The child's stack: a block of the heap (malloc: no syscall where the
+ * heap has room; a mapping of its own cost ~35 us a batch more, munmap's
+ * TLB shootdown), never the caller's stack: a thread made with a small
+ * stack (threads' stack_size, 16 KiB at the least) has no room for it
+ * there. rename_each and its calls take under 2 KiB (more under ASan). */
+#define FF_RENAME_STACK (64 * 1024)
 
 /* 1 when another thread may run now: one was ever started (glibc says so;
  * elsewhere assume it), and /proc/self/task counts more than this one (its
@@ -700,6 +703,49 @@ static int other_threads(void)
     if (FF_NO_THREAD_EVER())
         return 0;
     return stat("/proc/self/task", &st) != 0 || st.st_nlink > 3;
+}
+#endif
+
+#if FF_RENAME_APART
+/* 1 when f's rename was made: its temp's name is gone, or (noclobber's
+ * link) leads to the target's file. */
+static int rename_made(struct ff_batch_file *f, int dirfd)
+{
+    struct stat temp, target;
+
+    if (fstatat(dirfd, TEMP_LEAF(f), &temp, AT_SYMLINK_NOFOLLOW) != 0)
+        return errno == ENOENT;
+    return fstatat(dirfd, LEAF(f), &target, AT_SYMLINK_NOFOLLOW) == 0
+           && target.st_dev == temp.st_dev && target.st_ino == temp.st_ino;
+}
+
+/* The child was killed (SIGKILL) at file b->renamed: when its rename was
+ * made, that file is told as replaced and the next one to rename as failed
+ * (EINTR), or, none left, the renames are done (0). (No handler runs in
+ * the meantime: only the child touched these names.) */
+static int killed_at(struct ff_batch *b)
+{
+    size_t i = b->renamed;
+
+    if (i < b->n) {
+        struct ff_batch_file *f = &b->files[i];
+        struct ff_batch_dir *d = &b->dirs[f->dir];
+
+        if (d->fd >= 0 && rename_made(f, d->fd)) {
+            /* a link's temp name is still there: removed as a temp */
+            f->a.created = faccessat(d->fd, TEMP_LEAF(f), F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+            d->renamed_into = 1;
+            b->written++;
+            for (i++; i < b->n && b->files[i].unchanged; i++)
+                continue;
+        }
+    }
+    b->renamed = i;
+    if (i >= b->n)
+        return 0;
+    b->failed = i;
+    b->files[i].a.step = FF_STEP_RENAME;
+    return EINTR;
 }
 #endif
 
@@ -717,21 +763,18 @@ static int other_threads(void)
  * valgrind runs no other clone of memory than a thread's flags.) 0 when
  * none is made (no thread was ever started, or clone failed: the caller
  * renames itself), else 1 with *err rename_each's. */
-#if defined(__GNUC__)
-__attribute__((noinline))   /* its frame (the stack) only where it runs */
-#endif
 static int rename_apart(struct ff_batch *b, unsigned long runs, const struct ff_eintr *intr, int *err)
 {
 #if FF_RENAME_APART
     struct rename_job job;
-    union {
-        char bytes[FF_RENAME_STACK];
-        long double align;      /* (the top is where the stack starts) */
-    } stack;
+    char *stack;
     pid_t pid, waited;
     int status = 0;
 
     if (!other_threads())
+        return 0;
+    stack = malloc(FF_RENAME_STACK);     /* (malloc's alignment: 16 bytes) */
+    if (!stack)
         return 0;
     job.b = b;
     job.runs = runs;
@@ -739,18 +782,17 @@ static int rename_apart(struct ff_batch *b, unsigned long runs, const struct ff_
     job.err = 0;
     /* exit signal 0: no SIGCHLD for the script's handler, and no
      * waitpid(-1) of its own (without __WALL) reaps this child */
-    pid = clone(rename_job_run, stack.bytes + FF_RENAME_STACK, CLONE_VM | CLONE_FILES | CLONE_FS,
-                &job);
-    if (pid < 0)
+    pid = clone(rename_job_run, stack + FF_RENAME_STACK, CLONE_VM | CLONE_FILES | CLONE_FS, &job);
+    if (pid < 0) {
+        free(stack);
         return 0;
+    }
     do
         waited = waitpid(pid, &status, __WALL);
     while (waited < 0 && errno == EINTR);
-    if (waited == pid && !WIFEXITED(status)) {
-        /* killed (SIGKILL) in the middle: the file it was at failed */
-        b->failed = b->renamed;
-        job.err = EINTR;
-    }
+    free(stack);                        /* the child has ended */
+    if (waited == pid && !WIFEXITED(status))
+        job.err = killed_at(b);
     *err = job.err;
     return 1;
 #else

@@ -287,6 +287,7 @@ static inline int ff_stat_type(int dirfd, const char *name, int flags, mode_t *t
 #define FF_ACL_XATTR "system.posix_acl_access"
 #define FF_ENOATTR ENODATA          /* the file has no ACL */
 #define ff_acl_read(path, buf, size) lgetxattr(path, FF_ACL_XATTR, buf, size)
+#define ff_acl_read_fd(fd, buf, size) fgetxattr(fd, FF_ACL_XATTR, buf, size)
 #define ff_acl_write(fd, buf, size) fsetxattr(fd, FF_ACL_XATTR, buf, size, 0)
 #define ff_acl_remove(fd) fremovexattr(fd, FF_ACL_XATTR)
 #else
@@ -300,6 +301,7 @@ static inline ssize_t ff_acl_read(const char *path, void *buf, size_t size)
     errno = ENOTSUP;
     return -1;
 }
+#define ff_acl_read_fd(fd, buf, size) ((void)(fd), (void)(buf), (void)(size), errno = ENOTSUP, -1)
 #define ff_acl_write(fd, buf, size) ((void)(fd), (void)(buf), (void)(size), errno = ENOTSUP, -1)
 #define ff_acl_remove(fd) ((void)(fd), errno = ENOTSUP, -1)
 #endif

@@ -649,10 +649,15 @@ FF_HOT static int may_preserve(struct ff_atomic *a)
  * permission. */
 
 /* ff_acl_read of the target, relative to a->dirfd: no *at call reads an
- * xattr, so a held directory is named through /proc/self/fd. */
+ * xattr, so a held directory is named through /proc/self/fd (no open of
+ * the file, no read permission needed). Where that name leads nowhere (no
+ * /proc: a chroot, a container), the file itself is opened there and its
+ * fd read (a name that is not there fails the same way). */
 static ssize_t acl_read(const struct ff_atomic *a, void *buf, size_t size)
 {
     char path[PATH_MAX];
+    ssize_t n;
+    int fd, err;
 
     if (a->dirfd == AT_FDCWD || a->target[0] == '/')
         return ff_acl_read(a->target, buf, size);
@@ -660,7 +665,18 @@ static ssize_t acl_read(const struct ff_atomic *a, void *buf, size_t size)
         errno = ENAMETOOLONG;
         return -1;
     }
-    return ff_acl_read(path, buf, size);
+    n = ff_acl_read(path, buf, size);
+    if (n >= 0 || errno != ENOENT)
+        return n;
+    /* O_NONBLOCK: a FIFO swapped in since the lstat does not block */
+    fd = openat(a->dirfd, a->target, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    n = ff_acl_read_fd(fd, buf, size);
+    err = errno;
+    ff_close_read(fd);
+    errno = err;
+    return n;
 }
 
 int ff_atomic_read_acl(struct ff_atomic *a)

@@ -602,8 +602,9 @@ rotated by copytruncate) is read again, so the line is not joined from
 bytes the file held at different times. A file cut while it is read gives
 its new last line, or C<''> when it is empty now, never bytes read before
 the cut (t/18-last-line.t). Not told apart: a file cut and written again
-past its old end between two blocks of a line longer than 64 KiB (its size
-then says nothing of the cut). The reference reads 4 KiB blocks backwards,
+up to its old size or past it between two blocks of a line longer than
+64 KiB (its size then says nothing of the cut: a 200 KiB line rewritten
+whole gives 136 KiB of its new bytes, then 64 KiB of the old). The reference reads 4 KiB blocks backwards,
 a seek and a read each. The end is where C<lseek> says, as
 in the reference: a file whose size reads 0 (some of F</proc>) gives C<''>,
 one that cannot seek to its end (F</proc>'s generated files, C<EINVAL>) dies
@@ -795,7 +796,9 @@ took 94 microseconds of CPU instead of 41 (C<perf stat>, 4000 batches); a
 process that never started a thread pays nothing, one whose threads have
 all ended the C<stat> (46). Not covered: C<SIGKILL>
 or C<SIGSTOP> sent to that child itself (to the process group or cgroup:
-systemd's final C<SIGKILL>), where C<clone> fails (then the caller renames,
+systemd's final C<SIGKILL>; killed, the call dies naming the targets
+replaced, the next one failed with C<EINTR>, no temporary file left, or
+returns when the last rename was made), where C<clone> fails (then the caller renames,
 as before), and off Linux or in the portable build, where another thread
 may take the signal as described. From the first rename to the end of the call the renames are
 never cut short: the directory syncs with C<fsync>, and the rename of a

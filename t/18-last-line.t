@@ -278,4 +278,38 @@ SKIP: {
             or diag('got ' . show($got));
     }
 }
+# A big file (sparse: 1 GiB of no newline) cut to 0 at its first block:
+# the reads start again from its new end, not one empty 64 KiB block a step
+# back to 0 (16384 reads, none of them letting a handler run: an alarm
+# waited for the whole walk; 1 TiB took minutes).
+SKIP: {
+    my $why = strace_why();
+    skip "strace: $why", 2 if $why;
+    my $file = file_with('');
+    truncate $file, 1 << 30 or die "truncate: $!";
+    my $r = strace_call('my $l = file_read_last_line($ARGV[0]); "$cuts|$l"', attach => 1, args => [$file],
+                        paths => [$file], trace => ['pread64'],
+                        setup => 'our $cuts = 0; $SIG{USR1} = sub { truncate $ARGV[0], 0 or die "truncate: $!"; $cuts++ }',
+                        inject => ['pread64:signal=SIGUSR1:when=1']);
+    is($r->{ret}, '1|', 'a 1 GiB file cut to 0 at its first block read: the empty file\'s ""')
+        or diag($r->{err}, $r->{stderr});
+    my $reads = grep { $_->{name} eq 'pread64' } @{ $r->{calls} || [] };
+    cmp_ok($reads, '<=', 2, 'a 1 GiB file cut to 0 at its first block read: no walk back over empty blocks');
+    unlink $file;
+}
+# The side the end check does not see (POD): rewritten whole to its old
+# size between two blocks, the file is no shorter than the bytes read, and
+# the line joins 136 KiB of the new bytes to 64 KiB of the old.
+SKIP: {
+    my $why = strace_why();
+    skip "strace: $why", 1 if $why;
+    my $file = file_with('a' x (200 << 10));
+    my $r = strace_call('file_read_last_line($ARGV[0])', attach => 1, args => [$file],
+                        paths => [$file], trace => ['pread64'],
+                        setup => '$SIG{USR1} = sub { open my $fh, ">", $ARGV[0] or die; print {$fh} "b" x (200 << 10); close $fh or die }',
+                        inject => ['pread64:signal=SIGUSR1:when=1']);
+    is($r->{ret}, 'b' x (136 << 10) . 'a' x (64 << 10),
+       'rewritten to its old size between two blocks: not seen (new bytes, then old: POD)') or diag($r->{err});
+}
+
 done_testing();

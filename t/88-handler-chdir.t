@@ -13,7 +13,7 @@ BEGIN { $ENV{LC_ALL} = 'C'; delete $ENV{LANGUAGE} }
 
 use Test::More;
 use lib 't/lib';
-use FFTest qw(strace_why strace_calls strace_call slurp spew xattr_nr acl_of);
+use FFTest qw(strace_why strace_calls strace_call slurp spew xattr_nr acl_of run_cmd inc_args);
 use File::Temp ();
 use FastFile ();
 
@@ -280,6 +280,48 @@ SKIP: {
     is($r->{errno}, 24, "$l: \$! EMFILE");
     is(listing($a), 'tmp88/', "$l: nothing left in the starting directory");
     is(listing($b), 'tmp88/', "$l: nothing in the handler's directory");
+}
+
+# preserve's ACL read after a handler's chdir where there is no /proc (a
+# chroot, a container): the old file's ACL was read through
+# /proc/self/fd/N/rel only, so the call failed ("unable to preserve owner
+# and mode of 'rel' - No such file or directory"). It reads the file opened
+# in the held directory there. /proc is unmounted in a mount namespace of
+# the traced perl's own (root, unshare(1)); the handler runs on the
+# source's open (file_copy's read phase, absolute source, relative target).
+SKIP: {
+    my $why = strace_why();
+    skip "strace: $why", 4 if $why;
+    skip 'unmounting /proc needs root', 4 if $>;
+    skip 'ASan\'s runtime needs /proc', 4 if ($ENV{LD_PRELOAD} // '') =~ /asan/;
+    skip 'no POSIX ACL in this build', 4 unless $BUILD->{acl} && xattr_nr('set');
+    my ($st0, $out0) = run_cmd('unshare', '-m', '--propagation', 'private', 'true');
+    skip "no mount namespace here (unshare -m: $out0)", 4 if $st0;
+    my $dir = "$ROOT/" . ++$SEQ;
+    my ($a, $b) = ("$dir/a", "$dir/b");
+    mkdir $_ or die "mkdir $_: $!" for $dir, $a, $b;
+    spew("$a/rel", $OLD);
+    spew("$b/rel", 'other');
+    spew("$a/src", $OSTYPE);
+    chmod 0660, "$a/rel" or die;
+    my $acl = pack('V', 2) . join '', map { pack 'vvV', @$_ }
+        [0x01, 6, 0xffffffff], [0x02, 6, 65534], [0x04, 0, 0xffffffff], [0x10, 6, 0xffffffff], [0x20, 0, 0xffffffff];
+    syscall(xattr_nr('set'), "$a/rel", my $name = 'system.posix_acl_access', $acl, length $acl, 0) == 0
+        or skip "no POSIX ACL on this filesystem: $!", 4;
+    my ($st, $out) = run_cmd('unshare', '-m', '--propagation', 'private', 'sh', '-c', 'umount -l /proc && exec "$@"', 'sh',
+                             'strace', '-qq', '-f', '-o', '/dev/null', '-P', "$a/src", '-e', 'trace=openat',
+                             '-e', 'inject=openat:error=EINTR:signal=USR1:when=1',
+                             $^X, inc_args(), '-MFastFile=file_copy', '-e', <<'CODE', $a, $b);
+my ($A, $B) = @ARGV;
+chdir $A or die "chdir $A: $!\n";
+print -e '/proc/self' ? "proc\n" : "no proc\n";
+$SIG{USR1} = sub { chdir $B or die "chdir $B: $!\n" };
+print eval { file_copy("$A/src", 'rel', undef, { preserve => 1 }) } // "died $@", "\n";
+CODE
+    is("$st|$out", "0|no proc\n1\n", 'no /proc, preserve with an ACL after a chdir in the read phase: written');
+    is(slurp("$a/rel"), $OSTYPE, 'no /proc, preserve with an ACL: the target in the starting directory is new');
+    is(unpack('H*', acl_of("$a/rel") // ''), unpack('H*', $acl), 'no /proc, preserve with an ACL: the old file\'s ACL');
+    is(listing($a) . '|' . slurp("$b/rel"), 'rel src|other', 'no /proc: no temp left, the handler\'s directory untouched');
 }
 
 done_testing();

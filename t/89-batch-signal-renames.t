@@ -175,4 +175,75 @@ CODE
     is_deeply([ temps_in($d) ], [], 'renames apart, the second fails: no temp');
 }
 
+# The renames made apart from a thread with the smallest stack threads
+# allows (16 KiB): the child's stack is a mapping of its own, not a part of
+# the caller's stack (it was 32 KiB there: SIGSEGV, status 139).
+SKIP: {
+    skip 'a perl without ithreads', 2 unless $Config::Config{useithreads};
+    my $d = tempdir();
+    my ($st, $out) = run_cmd($^X, inc_args(), '-e', <<'CODE', $d);
+use threads;
+use FastFile qw(file_set_contents_many);
+my ($d) = @ARGV;
+threads->create(sub { sleep 10 })->detach;
+my $small = threads->create({ stack_size => 16384 }, sub {
+    eval { file_set_contents_many([ map { ("$d/f$_", "new$_\n") } 1 .. 3 ]); 1 } ? 'ok' : "died $@";
+});
+print $small->join, "\n";
+CODE
+    is("$st $out", "0 ok\n", 'renames apart from a thread with a 16 KiB stack: the call returns');
+    is_deeply([ map { slurp("$d/f$_") } 1 .. 3 ], [ map { "new$_\n" } 1 .. 3 ],
+              'renames apart from a thread with a 16 KiB stack: every target new');
+}
+
+# The renames' child killed (SIGKILL to it alone: another thread of the
+# caller finds it in /proc/PID/task/*/children once a given target is new,
+# while strace holds the child 0.3 s at a rename): the caller tells what was
+# made. Killed after a rename (delay_exit) that file is replaced (it was
+# told as failed: "replaced f1, then ... f2 failed" with f2 new); after the
+# last one every target is new and the call succeeds (it died); killed
+# before a rename (delay_enter) that file failed, as before.
+SKIP: {
+    skip 'a perl without ithreads', 9 unless $Config::Config{useithreads};
+    skip 'the portable build makes no child for the renames', 9 if $PORTABLE;
+    skip 'no /proc/PID/task/TID/children', 9 unless -e "/proc/$$/task/$$/children";
+    my $KILLER = <<'CODE';
+use threads;
+use FastFile qw(file_set_contents_many);
+my ($d, $seen) = @ARGV;
+for (1 .. 4) { open my $fh, '>', "$d/f$_" or die; print {$fh} "old$_\n"; close $fh }
+my $pid = $$;
+my $killer = threads->create(sub {
+    for (1 .. 20000) {
+        open my $fh, '<', "$d/f$seen" or die;
+        if ((<$fh> // '') eq "new$seen\n") {
+            for my $c (glob "/proc/$pid/task/*/children") {
+                open my $ch, '<', $c or next;
+                my @kids = split ' ', (<$ch> // '');
+                return kill('KILL', @kids) if @kids;
+            }
+            return 0;
+        }
+        select undef, undef, undef, 0.0005;
+    }
+    return -1;
+});
+my $ok = eval { file_set_contents_many([ map { ("$d/f$_", "new$_\n") } 1 .. 4 ]); 1 };
+print 'killed ', $killer->join, "\n", 'call ', ($ok ? "ok\n" : "died $@");
+CODE
+    for my $c ([ 'after the second rename', 'delay_exit', 2, 2, 2, "died file_set_contents_many: replaced '%s/f1', '%s/f2', then close (rename) atomic file '%s/f3' failed: " . FFTest::errno_text(4) ],
+               [ 'after the last rename', 'delay_exit', 4, 4, 4, 'ok' ],
+               [ 'before the second rename', 'delay_enter', 2, 1, 1, "died file_set_contents_many: replaced '%s/f1', then close (rename) atomic file '%s/f2' failed: " . FFTest::errno_text(4) ]) {
+        my ($label, $delay, $when, $seen, $new, $want) = @$c;
+        my $d = tempdir();
+        my ($st, $out) = run_cmd('strace', '-qq', '-f', '-o', '/dev/null', '-e', 'trace=renameat',
+                                 '-e', "inject=renameat:$delay=300000:when=$when", $^X, inc_args(), '-e', $KILLER, $d, $seen);
+        $want =~ s{%s}{$d}g;
+        like($out, qr/^killed 1\ncall \Q$want\E\n/m, "renames' child killed $label: the call says what was made") or diag("status $st");
+        is_deeply([ map { slurp("$d/f$_") } 1 .. 4 ], [ (map { "new$_\n" } 1 .. $new), map { "old$_\n" } $new + 1 .. 4 ],
+                  "renames' child killed $label: $new targets new");
+        is_deeply([ temps_in($d) ], [], "renames' child killed $label: no temp");
+    }
+}
+
 done_testing();
