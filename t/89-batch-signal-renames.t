@@ -176,12 +176,12 @@ CODE
 }
 
 # The renames made apart from a thread with the smallest stack threads
-# allows (16 KiB): the child's stack is a mapping of its own, not a part of
-# the caller's stack (it was 32 KiB there: SIGSEGV, status 139).
+# allows (16 KiB): the child's stack is a block of its own (malloc), not a
+# part of the caller's stack (it was 32 KiB there: SIGSEGV, status 139).
 SKIP: {
     skip 'a perl without ithreads', 2 unless $Config::Config{useithreads};
     my $d = tempdir();
-    my ($st, $out) = run_cmd($^X, inc_args(), '-e', <<'CODE', $d);
+    my $code = <<'CODE';
 use threads;
 use FastFile qw(file_set_contents_many);
 my ($d) = @ARGV;
@@ -191,6 +191,7 @@ my $small = threads->create({ stack_size => 16384 }, sub {
 });
 print $small->join, "\n";
 CODE
+    my ($st, $out) = run_perl($code, args => [$d]);
     is("$st $out", "0 ok\n", 'renames apart from a thread with a 16 KiB stack: the call returns');
     is_deeply([ map { slurp("$d/f$_") } 1 .. 3 ], [ map { "new$_\n" } 1 .. 3 ],
               'renames apart from a thread with a 16 KiB stack: every target new');
@@ -236,8 +237,9 @@ CODE
                [ 'before the second rename', 'delay_enter', 2, 1, 1, "died file_set_contents_many: replaced '%s/f1', then close (rename) atomic file '%s/f2' failed: " . FFTest::errno_text(4) ]) {
         my ($label, $delay, $when, $seen, $new, $want) = @$c;
         my $d = tempdir();
-        my ($st, $out) = run_cmd('strace', '-qq', '-f', '-o', '/dev/null', '-e', 'trace=renameat',
-                                 '-e', "inject=renameat:$delay=300000:when=$when", $^X, inc_args(), '-e', $KILLER, $d, $seen);
+        my $renames = syscall_set('renameat');
+        my ($st, $out) = run_perl($KILLER, args => [ $d, $seen ],
+                                  strace => [ '-e', "trace=$renames", '-e', "inject=$renames:$delay=300000:when=$when" ]);
         $want =~ s{%s}{$d}g;
         like($out, qr/^killed 1\ncall \Q$want\E\n/m, "renames' child killed $label: the call says what was made") or diag("status $st");
         is_deeply([ map { slurp("$d/f$_") } 1 .. 4 ], [ (map { "new$_\n" } 1 .. $new), map { "old$_\n" } $new + 1 .. 4 ],
