@@ -1444,11 +1444,13 @@ static int temp_size_is(struct ff_atomic *a, int dirfd, const char *name, struct
 
 int ff_atomic_expect_fd_end(struct ff_atomic *a)
 {
-    off_t end = lseek(a->fd, 0, SEEK_CUR);     /* no EINTR: nothing waits */
+    off_t end;
+    int err;
 
-    if (end < 0) {      /* no size to check: not published unchecked */
+    FF_SYSCALL(err, a->intr, end = lseek(a->fd, 0, SEEK_CUR));
+    if (err) {          /* no size to check: not published unchecked */
         a->step = FF_STEP_TEMP_CHECK;
-        return errno;
+        return err;
     }
     a->written_len = (unsigned long long)end;
     a->verify = FF_VERIFY_SIZE;

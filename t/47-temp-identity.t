@@ -369,6 +369,9 @@ for my $c (
       [ 'close', $HANDLES ? 'name_to_handle_at' : 'newfstatat' ], 'EIO' ],
     [ "writer, its fd's offset unknown (lseek)", '1', 'my $w = atomic_writer($T); $w->print("mine\n"); $w->commit',
       [ 'lseek:error=EIO:when=1' ], ['lseek'], 'EIO' ],
+    # an interrupted lseek is retried, not taken as "no size to check"
+    [ "writer, lseek interrupted, the handler appends", 'open my $fh, ">>", $tmp or die; print $fh "X"; close $fh',
+      'my $w = atomic_writer($T); $w->print("mine\n"); $w->commit', [ 'lseek:error=EINTR:signal=SIGALRM:when=1' ], ['lseek'], undef ],
 ) {
     my ($how, $code, $call, $inject, $trace, $errno) = @$c;
     my $t = "$dir/k-" . ++$n;
