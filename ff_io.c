@@ -1282,7 +1282,7 @@ int ff_atomic_pin_cwd(struct ff_atomic *a)
 void ff_atomic_note_temp(struct ff_atomic *a, int dirfd, const char *name)
 {
     struct stat st;
-    int err;
+    int err, saved = errno;     /* a probe: a filesystem without handles is no error */
 
     if (!a->created || a->have_id)
         return;
@@ -1293,16 +1293,15 @@ void ff_atomic_note_temp(struct ff_atomic *a, int dirfd, const char *name)
     a->have_id = FF_ID_INODE;
     a->id_dev = err ? 0 : st.st_dev;
     a->id_ino = err ? 0 : st.st_ino;
-    if (err)
-        return;
     /* the handle where the filesystem gives one (else the inode number,
      * which a file made after the temp's removal may get again) */
-    if (a->fd >= 0)
+    if (!err && a->fd >= 0)
         FF_SYSCALL(err, NULL, ff_file_handle_id(a->fd, "", AT_EMPTY_PATH, &a->id_mnt, &a->id_handle));
-    else
+    else if (!err)
         FF_SYSCALL(err, NULL, ff_file_handle_id(dirfd, name, 0, &a->id_mnt, &a->id_handle));
     if (!err)
         a->have_id = FF_ID_HANDLE;
+    errno = saved;
 }
 
 /* The verdict of a look at the temp's name that did not find our file:
@@ -1337,7 +1336,11 @@ static int temp_ours_stat(struct ff_atomic *a, int dirfd, const char *name, stru
         FF_SYSCALL(err, NULL, ff_file_handle_id(dirfd, name, 0, &mnt, &id));
         if (!err && mnt == a->id_mnt && id == a->id_handle)
             return 0;
-        return temp_not_ours(a, err);
+        /* another handle: on FUSE the same file may get one (a node id
+         * given anew): there the device and inode decide (the only
+         * syscalls this costs are where the handles differ) */
+        if (err == ENOENT || ff_file_handle_lasts(dirfd, name))
+            return temp_not_ours(a, err);
     }
     FF_SYSCALL(err, NULL, fstatat(dirfd, name, st, AT_SYMLINK_NOFOLLOW));
     if (!err && a->id_ino && st->st_dev == a->id_dev && st->st_ino == a->id_ino)
@@ -1460,15 +1463,19 @@ int ff_atomic_expect_fd_end(struct ff_atomic *a)
 FF_HOT int ff_atomic_temp_publishable(struct ff_atomic *a, int dirfd, const char *name)
 {
     struct stat st;
-    int err;
+    int err, saved = errno;     /* a check passed leaves errno (a refused read back: EACCES) */
 
     if (!a->have_id)
         return 0;
     if ((err = temp_ours_stat(a, dirfd, name, &st)))
         return err;
     if (a->verify == FF_VERIFY_DATA)
-        return temp_holds(a, dirfd, name, &st);
-    return a->verify == FF_VERIFY_SIZE ? temp_size_is(a, dirfd, name, &st, a->written_len) : 0;
+        err = temp_holds(a, dirfd, name, &st);
+    else if (a->verify == FF_VERIFY_SIZE)
+        err = temp_size_is(a, dirfd, name, &st, a->written_len);
+    if (!err)
+        errno = saved;
+    return err;
 }
 
 int ff_open_read(const char *path, int *fd, const struct ff_eintr *intr)

@@ -1406,9 +1406,10 @@ always pays C<fstat> and C<name_to_handle_at> in C<atomic_writer>, and
 C<lseek>, C<name_to_handle_at> and C<fstatat> in C<commit>.
 
 Not covered: where there is no file handle (a filesystem without them,
-FUSE ones that do not export handles; a build without
-C<name_to_handle_at>, such as the portable one), the identity is the device
-and inode alone, and a file a handler made that got the temporary file's
+such as overlayfs; a build without C<name_to_handle_at>, such as the
+portable one), and on FUSE, whose handle is the server's node id, given
+anew to the same file after the kernel forgot its inode (memory pressure),
+the identity is the device and inode alone, and a file a handler made that got the temporary file's
 inode number is taken for it: the single call and the batch still fail when
 its bytes are not the call's, the writer when its size is not, and the call
 removes that file as its own. A temporary file the call made without the
