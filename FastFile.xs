@@ -225,7 +225,7 @@ FF_HOT static int S_file_set_contents(pTHX_ SV *filename, SV *data, SV *perm, SV
     if (wrote) {
         /* read back before the rename if a handler ran: not published
          * when it wrote into the temp by name */
-        ff_atomic_verify_data(a, buf, len, ors, ors_len);
+        ff_atomic_verify_data(a, buf, len, ors, ors_len, a->opt.preserve);
         a->step = FF_STEP_WRITE;
         err = ff_write_tail_all(a->fd, buf, len, ors, ors_len, &intr);
         if (err)

@@ -441,7 +441,7 @@ static int write_temp(struct ff_batch *b, size_t i)
         return err;
     /* what the temp must hold when user code ran meanwhile (read back
      * before its rename: ff_atomic_temp_publishable) */
-    ff_atomic_verify_data(a, f->buf, f->len, b->tail, b->tail_len);
+    ff_atomic_verify_data(a, f->buf, f->len, b->tail, b->tail_len, b->opt.preserve);
     a->step = FF_STEP_WRITE;
     if ((err = b->tail_len ? ff_write_tail_all(a->fd, f->buf, f->len, b->tail, b->tail_len, b->intr)
                            : ff_write_all(a->fd, f->buf, f->len, b->intr)))

@@ -168,7 +168,8 @@ static inline ssize_t ff_copy_file_range(int in, int out, size_t len)
 /* A file handle (name_to_handle_at, Linux 2.6.39): what NFS uses to tell
  * a file from a later one that got its inode number; ext4, xfs, btrfs and
  * tmpfs put the inode's generation in it, new for each inode made. Not
- * every filesystem gives one (FUSE without export support: EOPNOTSUPP).
+ * every filesystem gives one (overlayfs without nfs_export: EOPNOTSUPP);
+ * FUSE's does not last (ff_file_handle_lasts).
  * FF_NO_FILE_HANDLE builds as without it. ff_file_handle_id: 0 with the
  * mount's id in *mnt and a 64-bit digest of the handle in *id, or -1 with
  * errno (ENOTSUP where the build has no handles). flags: 0 (a symlink is
@@ -205,8 +206,24 @@ static inline int ff_file_handle_id(int dirfd, const char *name, int flags, int 
     *id = d;
     return 0;
 }
+
+/* 0 where dirfd/name is on FUSE: its handle is the server's node id,
+ * which a server of the high-level libfuse (pmxcfs) gives anew when the
+ * kernel has forgotten the inode (memory pressure, drop_caches) though
+ * the file stayed, so the handle tells nothing there; 1 elsewhere, and
+ * where statfs fails (the name is gone). */
+#include <sys/vfs.h>
+static inline int ff_file_handle_lasts(int dirfd, const char *name)
+{
+    struct statfs sf;
+
+    if ((dirfd == AT_FDCWD ? statfs(name, &sf) : fstatfs(dirfd, &sf)) < 0)
+        return 1;
+    return sf.f_type != 0x65735546;     /* FUSE_SUPER_MAGIC (linux/magic.h) */
+}
 #else
 #define FF_HAVE_FILE_HANDLE 0
+#define ff_file_handle_lasts(dirfd, name) ((void)(dirfd), (void)(name), 1)
 #ifndef AT_EMPTY_PATH
 #define AT_EMPTY_PATH 0     /* (never passed to the kernel here) */
 #endif

@@ -1352,7 +1352,7 @@ int ff_atomic_pin_cwd(struct ff_atomic *a)
 void ff_atomic_note_temp(struct ff_atomic *a, int dirfd, const char *name)
 {
     struct stat st;
-    int err;
+    int err, saved = errno;     /* a probe: a filesystem without handles is no error */
 
     if (!a->created || a->have_id)
         return;
@@ -1363,16 +1363,31 @@ void ff_atomic_note_temp(struct ff_atomic *a, int dirfd, const char *name)
     a->have_id = FF_ID_INODE;
     a->id_dev = err ? 0 : st.st_dev;
     a->id_ino = err ? 0 : st.st_ino;
-    if (err)
-        return;
     /* the handle where the filesystem gives one (else the inode number,
      * which a file made after the temp's removal may get again) */
-    if (a->fd >= 0)
+    if (!err && a->fd >= 0)
         FF_SYSCALL(err, NULL, ff_file_handle_id(a->fd, "", AT_EMPTY_PATH, &a->id_mnt, &a->id_handle));
-    else
+    else if (!err)
         FF_SYSCALL(err, NULL, ff_file_handle_id(dirfd, name, 0, &a->id_mnt, &a->id_handle));
     if (!err)
         a->have_id = FF_ID_HANDLE;
+    errno = saved;
+}
+
+/* The verdict of a look at the temp's name that did not find our file:
+ * err 0 (another file there) or an errno that says the name is no longer
+ * it (none, a symlink, a file without a handle), ESTALE, "replaced or
+ * removed"; any other errno (EIO, ENOMEM, EACCES of a directory) says
+ * nothing about the file: that errno, "unable to check", never a pass. */
+static int temp_not_ours(struct ff_atomic *a, int err)
+{
+    if (!err || err == ENOENT || err == ENOTDIR || err == ELOOP || err == ESTALE
+        || err == EOPNOTSUPP || err == ENOTSUP || err == EOVERFLOW) {
+        a->step = FF_STEP_TEMP_GONE;
+        return ESTALE;
+    }
+    a->step = FF_STEP_TEMP_CHECK;
+    return err;
 }
 
 /* ff_atomic_temp_ours; where the identity is the inode, *st is the
@@ -1391,14 +1406,17 @@ static int temp_ours_stat(struct ff_atomic *a, int dirfd, const char *name, stru
         FF_SYSCALL(err, NULL, ff_file_handle_id(dirfd, name, 0, &mnt, &id));
         if (!err && mnt == a->id_mnt && id == a->id_handle)
             return 0;
-        a->step = FF_STEP_TEMP_GONE;
-        return ESTALE;
+        /* another handle: on FUSE the same file may get one (a node id
+         * given anew): there the device and inode decide (the only
+         * syscalls this costs are where the handles differ) */
+        if (err == ENOENT || ff_file_handle_lasts(dirfd, name))
+            return temp_not_ours(a, err);
     }
     FF_SYSCALL(err, NULL, fstatat(dirfd, name, st, AT_SYMLINK_NOFOLLOW));
     if (!err && a->id_ino && st->st_dev == a->id_dev && st->st_ino == a->id_ino)
         return 0;
-    a->step = FF_STEP_TEMP_GONE;
-    return ESTALE;
+    st->st_size = -1;
+    return temp_not_ours(a, err);
 }
 
 FF_HOT int ff_atomic_temp_ours(struct ff_atomic *a, int dirfd, const char *name)
@@ -1434,76 +1452,106 @@ static int holds_here(const struct ff_atomic *a, const char *got, size_t n, size
 
 #define FF_VERIFY_CHUNK (256 * 1024)
 
+static int temp_size_is(struct ff_atomic *a, int dirfd, const char *name, struct stat *st,
+                        unsigned long long size);
+
 /* The temp at name (checked to be ours just before) read back and
  * compared with what was written. No callback: nothing may run between
  * this and the rename. */
-static int temp_holds(struct ff_atomic *a, int dirfd, const char *name)
+static int temp_holds(struct ff_atomic *a, int dirfd, const char *name, struct stat *st)
 {
     size_t total = a->data_len + a->data_tail_len, pos = 0, cap, got;
+    mode_t mode = a->data_preserve && a->have_old ? a->old.st_mode : a->opt.perm;
     char *buf;
     int fd, err, same = 1;
 
     FF_SYSCALL(err, NULL, fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-    if (err == EACCES || err == EPERM)
-        return 0;               /* not readable by us (perm 0200): its identity only */
+    /* not readable: where the call made it so (perm 0200, a normal user),
+     * its size is what can be checked; else code that ran took the read
+     * bit away, and what it holds cannot be told */
+    if ((err == EACCES || err == EPERM) && !(mode & S_IRUSR))
+        return temp_size_is(a, dirfd, name, st, total);
     if (err) {
-        a->step = FF_STEP_TEMP_GONE;
-        return ESTALE;
+        if (err == ENOENT || err == ELOOP || err == ENOTDIR)
+            return temp_not_ours(a, err);
+        a->step = FF_STEP_TEMP_CHECK;
+        return err;
     }
     cap = total < FF_VERIFY_CHUNK ? total + 1 : FF_VERIFY_CHUNK;   /* + 1: sees the end */
     buf = malloc(cap);
-    if (!buf) {
-        ff_close_read(fd);
-        return ENOMEM;
-    }
-    do {
+    err = buf ? 0 : ENOMEM;
+    while (!err) {
         err = ff_read_full(fd, buf, cap, 0, &got, NULL);
         same = !err && holds_here(a, buf, got, &pos);
-    } while (same && got == cap);
+        if (!same || got < cap)
+            break;
+    }
     free(buf);
     ff_close_read(fd);
-    if (err)
+    if (err) {
+        a->step = FF_STEP_TEMP_CHECK;
         return err;
+    }
     if (same && pos == total)
         return 0;
     a->step = FF_STEP_TEMP_WRITTEN;
     return ESTALE;
 }
 
-/* The temp at name (ours; its stat in *st where that look had it) is as
- * long as what was written to it. */
-static int temp_size_is(struct ff_atomic *a, int dirfd, const char *name, struct stat *st)
+/* The temp at name (ours; its stat in *st where that look had it) is
+ * size bytes long. */
+static int temp_size_is(struct ff_atomic *a, int dirfd, const char *name, struct stat *st,
+                        unsigned long long size)
 {
     int err = 0;
 
     if (st->st_size < 0)
         FF_SYSCALL(err, NULL, fstatat(dirfd, name, st, AT_SYMLINK_NOFOLLOW));
-    if (!err && (unsigned long long)st->st_size == a->written_len)
+    if (err)
+        return temp_not_ours(a, err);
+    if ((unsigned long long)st->st_size == size)
         return 0;
-    a->step = err ? FF_STEP_TEMP_GONE : FF_STEP_TEMP_WRITTEN;
+    a->step = FF_STEP_TEMP_WRITTEN;
     return ESTALE;
 }
 
-void ff_atomic_expect_fd_end(struct ff_atomic *a)
+int ff_atomic_expect_fd_end(struct ff_atomic *a)
 {
-    off_t end = lseek(a->fd, 0, SEEK_CUR);     /* no EINTR: nothing waits */
+    off_t end;
+    int err;
 
+    FF_SYSCALL(err, a->intr, end = lseek(a->fd, 0, SEEK_CUR));
+    if (err) {          /* no size to check: not published unchecked */
+        a->step = FF_STEP_TEMP_CHECK;
+        return err;
+    }
     a->written_len = (unsigned long long)end;
-    a->verify = end >= 0 ? FF_VERIFY_SIZE : 0;
+    a->verify = FF_VERIFY_SIZE;
+    return 0;
 }
 
 FF_HOT int ff_atomic_temp_publishable(struct ff_atomic *a, int dirfd, const char *name)
 {
     struct stat st;
-    int err;
+    int err, saved = errno;     /* a check passed leaves errno (a refused read back: EACCES) */
 
     if (!a->have_id)
         return 0;
     if ((err = temp_ours_stat(a, dirfd, name, &st)))
         return err;
     if (a->verify == FF_VERIFY_DATA)
-        return temp_holds(a, dirfd, name);
-    return a->verify == FF_VERIFY_SIZE ? temp_size_is(a, dirfd, name, &st) : 0;
+        err = temp_holds(a, dirfd, name, &st);
+    else if (a->verify == FF_VERIFY_SIZE)
+        err = temp_size_is(a, dirfd, name, &st, a->written_len);
+    if (!err)
+        errno = saved;
+    return err;
+}
+
+/* Where r->path is looked up. */
+static inline int reread_at(const struct ff_reread *r)
+{
+    return r->at ? *r->at : AT_FDCWD;
 }
 
 /* Whether a reader of r->path should start over after err (from its open
@@ -1521,11 +1569,6 @@ FF_HOT int ff_atomic_temp_publishable(struct ff_atomic *a, int dirfd, const char
  * after pauses that double from FF_REREAD_PAUSE_NS. A pause runs pending
  * signal handlers on EINTR (they may die: the caller's fd is closed by
  * then). Nothing of this runs unless a call failed. */
-static inline int reread_at(const struct ff_reread *r)
-{
-    return r->at ? *r->at : AT_FDCWD;
-}
-
 static int reread(struct ff_reread *r, int err, int opening, const struct ff_eintr *intr)
 {
     struct timespec pause;

@@ -120,7 +120,8 @@ enum ff_step {
     FF_STEP_NOCLOBBER, /* no way to rename without replacing (target) */
     FF_STEP_SYNC_DIR,  /* fsync of the directory (target) */
     FF_STEP_TEMP_GONE, /* the temp is no longer the file made (temp) */
-    FF_STEP_TEMP_WRITTEN /* the temp no longer holds the bytes written (temp) */
+    FF_STEP_TEMP_WRITTEN, /* the temp no longer holds the bytes written (temp) */
+    FF_STEP_TEMP_CHECK /* the temp could not be looked at or read back (temp) */
 };
 
 struct ff_atomic {
@@ -184,6 +185,7 @@ struct ff_atomic {
     const char *data_tail;
     size_t data_len;
     size_t data_tail_len;
+    int data_preserve; /* FF_VERIFY_DATA: the temp gets the old file's mode */
     unsigned long long written_len;    /* FF_VERIFY_SIZE */
 };
 
@@ -321,8 +323,10 @@ void ff_atomic_note_temp(struct ff_atomic *a, int dirfd, const char *name);
 /* 0 when no identity was noted (no user code ran since the temp was made)
  * or name (relative to dirfd) still is that file: its file handle (one
  * name_to_handle_at) where one was noted, else its device and inode (one
- * fstatat); else ESTALE, with a->step FF_STEP_TEMP_GONE. No intr callback
- * runs. */
+ * fstatat); ESTALE, with a->step FF_STEP_TEMP_GONE, where it is another
+ * file or none; the errno of the look, with a->step FF_STEP_TEMP_CHECK,
+ * where it failed otherwise (EIO, ENOMEM, EACCES: we cannot tell). No
+ * intr callback runs. */
 int ff_atomic_temp_ours(struct ff_atomic *a, int dirfd, const char *name);
 
 /* What the rename of a temp needs after user code ran: it still is the
@@ -331,17 +335,23 @@ int ff_atomic_temp_ours(struct ff_atomic *a, int dirfd, const char *name);
  * FF_VERIFY_SIZE its size is a->written_len (no further syscall where
  * the identity's fstatat has it, else one fstatat). No user code runs
  * between these and the rename: the caller's callback is not called.
- * 0, or ESTALE with a->step FF_STEP_TEMP_GONE or FF_STEP_TEMP_WRITTEN, or
- * the errno of the read. A temp we may not read (a perm without the
- * owner's read bit, as a normal user) is taken by its identity alone.
+ * 0 only where each check was made and passed; ESTALE with a->step
+ * FF_STEP_TEMP_GONE or FF_STEP_TEMP_WRITTEN where one failed; where one
+ * could not be made (the read back's open or read failed, ENOMEM), its
+ * errno with a->step FF_STEP_TEMP_CHECK: never taken as passed. A temp
+ * the call made without the owner's read bit (perm 0200, or preserve's
+ * old mode), which a normal user may not open, is checked by its
+ * identity and size.
  * Nothing at all where no user code ran (have_id 0). */
 int ff_atomic_temp_publishable(struct ff_atomic *a, int dirfd, const char *name);
 
 /* The bytes the temp must hold (data, then tail; they must live until
- * the rename): read back before it, after user code ran (FF_VERIFY_DATA). */
+ * the rename): read back before it, after user code ran (FF_VERIFY_DATA).
+ * preserve: the call's (the old file's mode is the temp's at its rename). */
 static inline void ff_atomic_verify_data(struct ff_atomic *a, const char *data, size_t len,
-                                         const char *tail, size_t tail_len)
+                                         const char *tail, size_t tail_len, int preserve)
 {
+    a->data_preserve = preserve;
     a->verify = FF_VERIFY_DATA;
     a->data = data;
     a->data_len = len;
@@ -352,8 +362,9 @@ static inline void ff_atomic_verify_data(struct ff_atomic *a, const char *data, 
 /* Where nothing keeps the bytes written (the writer): the temp must be
  * as long as its fd's offset now (one lseek), checked with its identity
  * before the rename (FF_VERIFY_SIZE). Code that wrote into it by name with
- * '>' or '>>' made it longer or shorter. */
-void ff_atomic_expect_fd_end(struct ff_atomic *a);
+ * '>' or '>>' made it longer or shorter. 0, or lseek's errno with a->step
+ * FF_STEP_TEMP_CHECK. */
+int ff_atomic_expect_fd_end(struct ff_atomic *a);
 
 /* write(2) all of buf, retrying short writes and EINTR. A write that
  * returns 0 is reported as ENOSPC. */

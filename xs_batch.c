@@ -104,7 +104,7 @@ static void S_batch_croak(pTHX_ struct ff_batch *b, int err, SV **paths)
 static void S_batch_croak(pTHX_ struct ff_batch *b, int err, SV **paths)
 {
     struct ff_batch_file *failed;
-    SV *replaced;
+    SV *replaced, *verdict;
     size_t i;
 
     /* croak runs user code ($SIG{__DIE__}): the temps go first, as the
@@ -134,16 +134,9 @@ static void S_batch_croak(pTHX_ struct ff_batch *b, int err, SV **paths)
     if (b->failed == (size_t)-1)
         croak_errno(err, "file_set_contents_many: ");
     failed = &b->files[b->failed];
-    if ((failed->a.step == FF_STEP_TEMP_GONE || failed->a.step == FF_STEP_TEMP_WRITTEN)
-        && SvCUR(replaced)) {
-        const char *temp = failed->a.temp;
-        bool temp_utf8 = SvUTF8(paths[b->failed]) && is_utf8_string((const U8 *)temp, 0);
-
+    if (SvCUR(replaced) && (verdict = temp_verdict(&failed->a, paths[b->failed])))
         croak_errno(err, "file_set_contents_many: replaced %" SVf ", then unable to replace '%" SVf
-                    "' - its temporary file '%" UTF8f "' was %s during the call - ",
-                    SVfARG(replaced), SVfARG(paths[b->failed]), UTF8fARG(temp_utf8, strlen(temp), temp),
-                    failed->a.step == FF_STEP_TEMP_GONE ? "replaced or removed" : "written to");
-    }
+                    "' - %" SVf " - ", SVfARG(replaced), SVfARG(paths[b->failed]), SVfARG(verdict));
     if (failed->a.step != FF_STEP_RENAME || !SvCUR(replaced))
         croak_step(&failed->a, err, paths[b->failed]);
     croak_errno(err, "file_set_contents_many: replaced %" SVf ", then close (rename) atomic "

@@ -632,6 +632,27 @@ void ffxs_discard_at_leave(pTHX_ struct ff_atomic *a)
     SAVEDESTRUCTOR_X(S_discard, a);
 }
 
+SV *ffxs_temp_verdict(pTHX_ const struct ff_atomic *a, SV *path)
+{
+    const char *temp = a->temp ? a->temp : "";
+    bool temp_utf8 = SvUTF8(path) && is_utf8_string((const U8 *)temp, 0);
+#define TEMP UTF8fARG(temp_utf8, strlen(temp), temp)
+
+    switch (a->step) {
+    case FF_STEP_TEMP_GONE:
+        return sv_2mortal(newSVpvf("its temporary file '%" UTF8f "' was replaced or removed "
+                                   "during the call", TEMP));
+    case FF_STEP_TEMP_WRITTEN:
+        return sv_2mortal(newSVpvf("its temporary file '%" UTF8f "' was written to during the call",
+                                   TEMP));
+    case FF_STEP_TEMP_CHECK:    /* a look or read that failed: no verdict */
+        return sv_2mortal(newSVpvf("unable to check its temporary file '%" UTF8f "'", TEMP));
+    default:
+        return NULL;
+    }
+#undef TEMP
+}
+
 void ffxs_croak_step(pTHX_ struct ff_atomic *a, int err, SV *path)
 {
     const char *temp = a->temp ? a->temp : "";
@@ -672,11 +693,10 @@ void ffxs_croak_step(pTHX_ struct ff_atomic *a, int err, SV *path)
     case FF_STEP_RESOLVE:
         croak_errno(err, "unable to follow symlinks of '%" SVf "' - ", SVfARG(path));
     case FF_STEP_TEMP_GONE:
-        croak_errno(err, "unable to replace '%" SVf "' - its temporary file '%" UTF8f "' was "
-                    "replaced or removed during the call - ", SVfARG(path), TEMP);
     case FF_STEP_TEMP_WRITTEN:
-        croak_errno(err, "unable to replace '%" SVf "' - its temporary file '%" UTF8f "' was "
-                    "written to during the call - ", SVfARG(path), TEMP);
+    case FF_STEP_TEMP_CHECK:
+        croak_errno(err, "unable to replace '%" SVf "' - %" SVf " - ", SVfARG(path),
+                    SVfARG(temp_verdict(a, path)));
     case FF_STEP_NONE:
         break;
     }

@@ -44,6 +44,13 @@ void ffxs_croak_step(pTHX_ struct ff_atomic *a, int err, SV *path)
     __attribute__noreturn__;
 #define croak_step(a, err, path) ffxs_croak_step(aTHX_ a, err, path)
 
+/* What the check of a's temp before its rename found (a->step one of
+ * FF_STEP_TEMP_*), as the message says it after "unable to replace
+ * 'FILENAME' - " (a mortal SV, the temp's name in path's form); NULL for
+ * other steps. */
+SV *ffxs_temp_verdict(pTHX_ const struct ff_atomic *a, SV *path);
+#define temp_verdict(a, path) ffxs_temp_verdict(aTHX_ a, path)
+
 /* A warning in category cat (packWARN) when the caller's lexical warnings
  * enable it (by default too, with dflt), but never fatal: a caller's
  * `use warnings FATAL => ...` must not abort a write, as the reference's

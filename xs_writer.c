@@ -140,9 +140,9 @@ static void S_writer_step(pTHX_ struct ff_writer *w, const char *buf, size_t n)
          * the handlers itself */
         if (!err)
             ff_poll_signals(&w->intr);
-    } else if (!(err = ff_wbuf_flush(&w->wb, w->a.fd, &w->intr))) {
-        /* the bytes are not kept to compare: the temp's size is */
-        ff_atomic_expect_fd_end(&w->a);
+    } else if (!(err = ff_wbuf_flush(&w->wb, w->a.fd, &w->intr))
+               /* the bytes are not kept to compare: the temp's size is */
+               && !(err = ff_atomic_expect_fd_end(&w->a))) {
         ff_wbuf_free(&w->wb);           /* now: nothing slow after the rename */
         err = ff_atomic_commit_held(&w->a);
     }

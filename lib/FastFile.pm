@@ -1100,6 +1100,18 @@ L</atomic_writer> another size than it wrote (see L</CAVEATS>). Nothing is
 published, the target is untouched, and the temporary file (the call's own)
 is removed. C<$!> is C<ESTALE>.
 
+=item C<unable to replace 'FILENAME' - unable to check its temporary file 'TEMP' - $!>
+
+User code ran while the call owned the temporary file, and the check
+before its rename (see L</CAVEATS>) could not be made: looking at its name
+or reading it back failed (C<EIO>, C<ENOMEM>, C<EMFILE> when a handler kept
+every descriptor), or a handler took the owner's read bit away from a
+temporary file the call made readable, so that a user other than root
+cannot read it back (C<EACCES>). A check not made is never taken as
+passed: nothing is published, the target is untouched, and the temporary
+file is removed where it can still be told to be the call's own. C<$!>
+says what failed.
+
 =item C<unable to replace 'FILENAME' - Is a directory>
 
 A target of a batch is a directory, or ends in C</>; nothing is written (no
@@ -1599,14 +1611,16 @@ always pays C<fstat> and C<name_to_handle_at> in C<atomic_writer>, and
 C<lseek>, C<name_to_handle_at> and C<fstatat> in C<commit>.
 
 Not covered: where there is no file handle (a filesystem without them,
-FUSE ones that do not export handles; a build without
-C<name_to_handle_at>, such as the portable one), the identity is the device
-and inode alone, and a file a handler made that got the temporary file's
+such as overlayfs; a build without C<name_to_handle_at>, such as the
+portable one), and on FUSE, whose handle is the server's node id, given
+anew to the same file after the kernel forgot its inode (memory pressure),
+the identity is the device and inode alone, and a file a handler made that got the temporary file's
 inode number is taken for it: the single call and the batch still fail when
 its bytes are not the call's, the writer when its size is not, and the call
-removes that file as its own. A temporary file the caller may not read
-(a C<perm> without the owner's read bit, for a user other than root) is
-checked by its identity only. Another
+removes that file as its own. A temporary file the call made without the
+owner's read bit (a C<perm> such as C<0200>, or C<preserve>'s old mode),
+which a user other than root may not read back, is checked by its identity
+and its size: bytes changed in place at the same size are published. Another
 process, or another ithread of this one, that replaces a temporary file
 between that check and the rename (nothing can close that window with
 C<rename>), and C<noclobber>'s link fallback retried after C<EINTR>. Within a

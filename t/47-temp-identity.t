@@ -22,6 +22,7 @@ use Test::More;
 use lib 't/lib';
 use FFTest qw(slurp spew tempdir strace_why strace_call which);
 use FastFS;
+use Errno ();
 
 use FastFile qw(:all);
 
@@ -246,8 +247,9 @@ for my $c (
     is_deeply(ours_left($t), [], '... no temp left');
 }
 
-# ---- the same on a real FUSE mount (fastfs: no file handles, so the
-# identity is the inode; the read-back goes through READ requests)
+# ---- the same on a real FUSE mount (the kernel gives a handle there, the
+# server's node id, but it does not last: where it differs the device and
+# inode decide; the read-back goes through READ requests)
 SKIP: {
     my $why = FastFS::available();
     skip "fastfs: $why", 1 if $why;
@@ -278,7 +280,43 @@ SKIP: {
             }
         }
     }
+    # FUSE's handle is the server's node id: a kernel that forgets the
+    # temp's inode (memory pressure; here a handler drops the dentry and
+    # inode caches) gets another one for the same file on its next
+    # lookup. The temp is still the call's: published, nothing left.
+    SKIP: {
+        skip 'not root: cannot drop the kernel\'s inode cache', 1 if $>;
+        for my $c (
+            [ 'single', 'file_set_contents($T, "mine\n")' ],
+            [ 'batch', 'file_set_contents_many([ $T => "mine\n", "$T.b" => "b\n" ])' ],
+            [ 'writer', 'my $w = atomic_writer($T); $w->print("mine\n"); $w->commit' ],
+        ) {
+            my ($api, $call) = @$c;
+            my $label = "fuse, $api, the kernel forgets the temp's inode";
+            my $t = "$fd/d-" . ++$n;
+            spew($_, "old\n") for $t, "$t.b";
+            my $r = strace_call('local $SIG{ALRM} = sub { open my $fh, ">", "/proc/sys/vm/drop_caches" or die "$!"; print $fh "2\n"; close $fh or die "$!" }; '
+                                . $call, attach => 1, target => $t, pid => $FFTest::PID, trace => ['close'],
+                                paths => ['%TMP%'], inject => ['close:signal=SIGALRM:when=1']);
+            ok($r->{ok}, "$label: the call succeeds") or diag $r->{err}, $r->{log};
+            is(slurp($t), "mine\n", "$label: the target holds the bytes passed");
+            is_deeply(ours_left($t), [ "d-$n.b" ], "$label: no temp left");
+        }
+    }
     $fs->unmount;
+}
+
+# ---- a filesystem without file handles (overlayfs, NFS exports
+# without them): the note's name_to_handle_at fails (EOPNOTSUPP). A probe,
+# not an error: $! is left as it was, through atomic_writer and commit.
+{
+    my $t = "$dir/e-" . ++$n;
+    my $r = strace_call('$! = 0; my $w = atomic_writer($T); my $e = $! + 0; $w->print("mine\n"); $w->commit; "$e " . ($! + 0)',
+                        attach => 1, target => $t, pid => $FFTest::PID, trace => ['name_to_handle_at'],
+                        paths => ['%TMP%'], inject => ['name_to_handle_at:error=EOPNOTSUPP']);
+    ok($r->{ok}, 'no file handles: the writer publishes') or diag $r->{err}, $r->{log};
+    is($r->{ret}, '0 0', '... $! untouched by atomic_writer and commit');
+    is(slurp($t), "mine\n", '... the bytes');
 }
 
 # ---- what the check costs, where a handler ran (the POD's numbers):
@@ -309,21 +347,88 @@ SKIP: {
 }
 
 # ---- a temp its owner may not read (perm 0200): root reads it back; any
-# other user checks its identity only (the POD says so)
-{
+# other user checks its identity and its size (the POD says so)
+for my $c (
+    # label, the handler's bytes, 1 when a normal user's call fails
+    [ 'other size', "other\n", 1 ],
+    [ 'same size', "MINE\n", 0 ],
+) {
+    my ($how, $bytes, $user_fails) = @$c;
     my $t = "$dir/m-" . ++$n;
-    my $r = strace_call('local $SIG{ALRM} = sub { open my $fh, ">", "$T.tmp.$$" or die "open: $!"; print $fh "other\n"; close $fh };'
+    my $r = strace_call('local $SIG{ALRM} = sub { open my $fh, ">", "$T.tmp.$$" or die "open: $!"; print $fh $D; close $fh };'
                         . ' file_set_contents($T, "mine\n", 0200)',
-                        attach => 1, target => $t, pid => $FFTest::PID, trace => ['write'],
+                        attach => 1, target => $t, data => $bytes, pid => $FFTest::PID, trace => ['write'],
                         inject => ['write:signal=SIGALRM:when=1']);
-    if ($> == 0) {
-        ok(!$r->{ok}, 'perm 0200, as root: the handler\'s write is found') or diag $r->{log};
+    if ($> == 0 || $user_fails) {
+        ok(!$r->{ok}, "perm 0200, '>' of the $how: the handler's write is found") or diag $r->{log};
+        like($r->{err}, qr/its temporary file '\Q$t.tmp.$FFTest::PID\E' was written to during the call - /, '... saying why');
         ok(!-e $t, '... nothing published');
+        is_deeply(ours_left($t), [], '... no temp left');
     } else {
-        ok($r->{ok}, 'perm 0200, not root: the temp cannot be read back, the call succeeds') or diag $r->{err};
+        ok($r->{ok}, "perm 0200, not root, '>' of the $how: the temp cannot be read back, its size is right")
+            or diag $r->{err};
         chmod 0600, $t;
-        is(slurp($t), "other\n", '... publishing what the temp holds');
+        is(slurp($t), $bytes, '... publishing what the temp holds');
     }
+    unlink $t;
+}
+
+# ---- a check that cannot be made is never a pass, nor a verdict: the
+# call fails with what stopped it ($!), naming the temp; the target is
+# untouched and the temp removed. A handler that takes the owner's read
+# bit away from a temp the call made readable (perm 0644) does not make
+# the read back be skipped: root reads it anyway, another user cannot
+# check it.
+my $CHECK_FAILED = sub {
+    my ($t) = @_;
+    return qr/^(?:file_set_contents_many: )?unable to replace '\Q$t\E' - unable to check its temporary file '\Q$t.tmp.$FFTest::PID\E' - /;
+};
+for my $c (
+    # label, handler, call, inject, traced, $! (undef: the handler's bytes found as written)
+    [ "'+<' same size, then chmod 0200", 'open my $fh, "+<", $tmp or die; print $fh "MINE\n"; close $fh; chmod 0200, $tmp or die',
+      'file_set_contents($T, "mine\n")', [ 'close:signal=SIGALRM:when=1' ], ['close'], $> ? 'EACCES' : undef ],
+    [ "batch, '+<' same size, then chmod 0200", 'open my $fh, "+<", $tmp or die; print $fh "MINE\n"; close $fh; chmod 0200, $tmp or die',
+      'file_set_contents_many([ $T => "mine\n" ])', [ 'close:signal=SIGALRM:when=1' ], ['close'], $> ? 'EACCES' : undef ],
+    [ 'the read back fails (EIO)', '1', 'file_set_contents($T, "mine\n")',
+      [ 'close:signal=SIGALRM:when=1', 'read:error=EIO:when=1' ], [ 'close', 'read' ], 'EIO' ],
+    [ 'batch, the read back fails (EIO)', '1', 'file_set_contents_many([ $T => "mine\n" ])',
+      [ 'close:signal=SIGALRM:when=1', 'read:error=EIO:when=1' ], [ 'close', 'read' ], 'EIO' ],
+    [ 'the read back cannot open (ENOMEM)', '1', 'file_set_contents($T, "mine\n")',
+      [ 'close:signal=SIGALRM:when=1', 'openat:error=ENOMEM:when=2' ], [ 'close', 'openat' ], 'ENOMEM' ],
+    # a real fault: the handler keeps every descriptor it can get
+    [ 'the handler used up the descriptors (EMFILE)', 'our @held; while (open my $fh, "<", "/dev/null") { push @held, $fh }',
+      'file_set_contents($T, "mine\n")', [ 'close:signal=SIGALRM:when=1' ], ['close'], 'EMFILE' ],
+    [ 'batch, the handler used up the descriptors (EMFILE)', 'our @held; while (open my $fh, "<", "/dev/null") { push @held, $fh }',
+      'file_set_contents_many([ $T => "mine\n", "$T.b" => "b\n" ])', [ 'close:signal=SIGALRM:when=2' ], ['close'], 'EMFILE' ],
+    [ 'the look at its name fails (EIO)', '1', 'file_set_contents($T, "mine\n")',
+      [ 'close:signal=SIGALRM:when=1', ($HANDLES ? 'name_to_handle_at' : 'newfstatat') . ':error=EIO:when=2' ],
+      [ 'close', $HANDLES ? 'name_to_handle_at' : 'newfstatat' ], 'EIO' ],
+    [ "writer, its fd's offset unknown (lseek)", '1', 'my $w = atomic_writer($T); $w->print("mine\n"); $w->commit',
+      [ 'lseek:error=EIO:when=1' ], ['lseek'], 'EIO' ],
+    # an interrupted lseek is retried, not taken as "no size to check"
+    [ "writer, lseek interrupted, the handler appends", 'open my $fh, ">>", $tmp or die; print $fh "X"; close $fh',
+      'my $w = atomic_writer($T); $w->print("mine\n"); $w->commit', [ 'lseek:error=EINTR:signal=SIGALRM:when=1' ], ['lseek'], undef ],
+) {
+    my ($how, $code, $call, $inject, $trace, $errno) = @$c;
+    my $t = "$dir/k-" . ++$n;
+    spew($_, "old\n") for $t, "$t.b";
+    # (the descriptors a handler held are given back after the call: the
+    # traced child needs some to report)
+    my $r = strace_call('our $k = 0; local $SIG{ALRM} = sub { return if $k++; my $tmp = "$T.tmp.$$"; ' . $code . ' };'
+                        . " my \$ok = eval { $call; 1 }; my \$e = \$! + 0; our \@held = (); \$! = \$e; die \$@ unless \$ok",
+                        attach => 1, target => $t, pid => $FFTest::PID, trace => $trace,
+                        paths => [ '%TMP%', "$t.b.tmp.$FFTest::PID" ], inject => $inject);
+    ok(!$r->{ok}, "$how: the call fails") or diag $r->{log};
+    if (defined $errno) {
+        like($r->{err}, $CHECK_FAILED->($t), "$how: ... unable to check the temp");
+        is($r->{errno}, Errno->can($errno)->(), "$how: ... \$! is $errno");
+    } else {
+        like($r->{err}, qr/its temporary file '\Q$t.tmp.$FFTest::PID\E' was written to during the call - /,
+             "$how: ... found as written to");
+    }
+    is(slurp($t), "old\n", "$how: target untouched");
+    is(slurp("$t.b"), "old\n", "$how: no other target written");
+    is_deeply(ours_left($t), [ "k-$n.b" ], "$how: no temp left");
 }
 
 done_testing();
