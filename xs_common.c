@@ -26,14 +26,14 @@
  * between may run user code, warn or croak: both are put back directly. */
 struct ffxs_plain_scope {
     COP *cop;
-    U32 hints;
+    U32 saved_hints;
     COP plain;
 };
 
 static void S_enter_plain_scope(pTHX_ struct ffxs_plain_scope *s)
 {
     s->cop = PL_curcop;
-    s->hints = PL_hints;
+    s->saved_hints = PL_hints;
     Zero(&s->plain, 1, COP);
     PL_curcop = &s->plain;
     PL_hints = 0;
@@ -42,7 +42,7 @@ static void S_enter_plain_scope(pTHX_ struct ffxs_plain_scope *s)
 static void S_leave_plain_scope(pTHX_ struct ffxs_plain_scope *s)
 {
     PL_curcop = s->cop;
-    PL_hints = s->hints;
+    PL_hints = s->saved_hints;
 }
 
 void ffxs_cat_errno(pTHX_ SV *msg, int err)
@@ -709,9 +709,9 @@ SV *ffxs_path_arg_after(pTHX_ SV *name, const char *write_op, void (*first)(pTHX
 {
     SV *path = SvOK(name) ? stringified(name) : NULL;
     /* the name, or the string overloading made of it, as sysopen checks it */
-    bool tainted = write_op && path && (SvTAINTED(name) || SvTAINTED(path));
+    bool is_tainted = write_op && path && (SvTAINTED(name) || SvTAINTED(path));
 
-    if (path && SvCUR(path) && !tainted)
+    if (path && SvCUR(path) && !is_tainted)
         return path;
     if (first)
         first(aTHX_ ctx);

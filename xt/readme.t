@@ -43,7 +43,8 @@ like $install // '', qr/make install.*cpanm \..*dpkg -i.*shadows the package/s,
     'the shadowing warning beside the install commands';
 like $install // '', qr{ln -s \.\./proc/self/mounts /etc/mtab}, 'the /etc/mtab fix';
 like $install // '', qr/fusermount3.*fusermount/s, 'both fusermounts named';
-like $install // '', qr/BEGIN debian-12-13.*END debian-12-13/s, 'the Debian 12 and 13 block is there';
+like $install // '', qr/On Debian 13 \(PVE 9\).*fuse3/s, 'the FUSE packages on Debian 13 beside the install commands';
+like $readme, qr/^### Debian 12 and 13\n/m, 'a Debian 12 and 13 section';
 
 # --- figures: each region is what make readme-figures copies from its table
 {
