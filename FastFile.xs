@@ -255,6 +255,7 @@ static SV *S_file_get_contents(pTHX_ SV *filename, SV *max_arg)
     const char *op = "file_get_contents";
     SV *content;
     size_t max, size, cap, first_cap, total = 0, got;
+    unsigned reads;     /* that returned bytes */
     /* a child forked by a handler may not read on from the shared offset */
     struct ff_guard guard = { NULL, 0, FALSE, TRUE, FF_GUARD_PERL, NULL };
     struct ff_eintr intr = { ffxs_on_eintr, &guard, FFXS_PENDING };
@@ -314,8 +315,9 @@ again:      /* fd is the file a writer put in place of the one open before */
     if (cap > max + 1)
         cap = first_cap = max + 1;
     content = sv_2mortal(read_buffer(cap, fd, &on_fuse));
+    reads = 0;
     for (;;) {
-        err = ff_read_full(fd, SvPVX(content) + total, cap - total, size, &got, &intr);
+        err = ff_read_full(fd, SvPVX(content) + total, cap - total, size, &got, &reads, &intr);
         if (err && ff_read_again(&reread, &fd, err, &intr)) {
             total = 0;          /* the new file, from its start */
             goto again;
@@ -340,9 +342,10 @@ again:      /* fd is the file a writer put in place of the one open before */
     SvPOK_only(content);
     if (TAINTING_get)
         SvTAINTED_on(content);
-    /* more than one read, or one of more than one FUSE request: on FUSE
-     * (pmxcfs) another version may have answered a later request */
-    if (cap != first_cap || ff_more_than_one_request(SvPVX(content), cap)) {
+    /* more than one read (a short one, then one that another version
+     * answered), or one of more than one FUSE request: on FUSE (pmxcfs)
+     * another version may have answered a later request */
+    if (reads > 1 || cap != first_cap || ff_more_than_one_request(SvPVX(content), cap)) {
         close_read_at_leave(&fd);               /* untorn may croak */
         content = untorn(content, fd, on_fuse, 0, max, max + 1, path_sv(&path), &intr);
     }

@@ -17,7 +17,7 @@
 #define FF_COPY_CHUNK ((size_t)1 << 30)
 
 int ff_copy_range(int in, int out, size_t limit, size_t eof_at, size_t *copied,
-                  const struct ff_eintr *intr)
+                  unsigned *reads, const struct ff_eintr *intr)
 {
     size_t start = *copied;
 
@@ -39,6 +39,7 @@ int ff_copy_range(int in, int out, size_t limit, size_t eof_at, size_t *copied,
         if (n == 0)
             return *copied > start; /* end of file, or nothing the kernel could see */
         *copied += (size_t)n;
+        ++*reads;
         if (*copied == eof_at && (size_t)n < want)
             return 1;               /* short at fstat's size: the end */
         ff_poll_signals(intr);
@@ -47,7 +48,7 @@ int ff_copy_range(int in, int out, size_t limit, size_t eof_at, size_t *copied,
 }
 
 int ff_copy_rw(int in, int out, char *buf, size_t cap, size_t pending, size_t limit,
-               size_t eof_at, size_t *copied, enum ff_copy_side *side,
+               size_t eof_at, size_t *copied, unsigned *reads, enum ff_copy_side *side,
                const struct ff_eintr *intr)
 {
     int end = 0;
@@ -77,6 +78,7 @@ int ff_copy_rw(int in, int out, char *buf, size_t cap, size_t pending, size_t li
         }
         if (got == 0)
             return 0;
+        ++*reads;
         pending = got;
         end = got < want && *copied + got == eof_at;    /* short at fstat's size */
         ff_poll_signals(intr);      /* a pipe: many reads and writes, none interrupted */

@@ -271,6 +271,7 @@ int ff_atomic_unchanged(struct ff_atomic *a, const char *buf, size_t len, const 
     int trusted = 0, on_fuse = 0;
     struct stat st;
     size_t got, total = len + tail_len;
+    unsigned reads = 0, rereads = 0;
     int err, same;
 
     if (!a->have_old || (size_t)a->old.st_size != total)
@@ -290,16 +291,20 @@ int ff_atomic_unchanged(struct ff_atomic *a, const char *buf, size_t len, const 
     same = !err && S_ISREG(st.st_mode) && (size_t)st.st_size == total
            && !owner_trusted(a, &st, &trusted) && trusted
            && (a->step_mem = read_mem(total + 1, a->step_fd, &on_fuse)) != NULL
-           && !ff_read_full(a->step_fd, a->step_mem, total + 1, total, &got, a->intr) && got == total
+           && !ff_read_full(a->step_fd, a->step_mem, total + 1, total, &got, &reads, a->intr)
+           && got == total
            && memcmp(a->step_mem, buf, len) == 0
            && memcmp(a->step_mem + len, tail, tail_len) == 0;
     /* "the same" from a read of more than one FUSE request may be torn (on
      * pmxcfs another node's version can answer the later requests), and
      * leaving a file that is not data would be wrong: a second read must
-     * agree (a "changed" is never wrong: it writes) */
-    if (same && ff_more_than_one_request(a->step_mem, total + 1)
-        && (on_fuse || (total + 1 > FF_FUSE_REQUEST && ff_on_fuse(a->step_fd))))
-        same = !ff_pread_full(a->step_fd, a->step_mem, total + 1, 0, total, &got, a->intr)
+     * agree (a "changed" is never wrong: it writes). So must the bytes of
+     * more than one read (a short read, then another version's rest) */
+    if (same && (reads > 1 || ff_more_than_one_request(a->step_mem, total + 1))
+        && (on_fuse
+            || ((reads > 1 || total + 1 > FF_FUSE_REQUEST) && ff_on_fuse(a->step_fd))))
+        same = !ff_pread_full(a->step_fd, a->step_mem, total + 1, 0, total, &got, &rereads,
+                              a->intr)
                && got == total && memcmp(a->step_mem, buf, len) == 0
                && memcmp(a->step_mem + len, tail, tail_len) == 0;
     release_step(a);
@@ -1417,7 +1422,7 @@ int ff_read_some(int fd, char *buf, size_t len, size_t *got, const struct ff_ein
     return err;
 }
 
-int ff_read_full(int fd, char *buf, size_t len, size_t eof_at, size_t *got,
+int ff_read_full(int fd, char *buf, size_t len, size_t eof_at, size_t *got, unsigned *reads,
                  const struct ff_eintr *intr)
 {
     size_t total = 0;
@@ -1435,6 +1440,7 @@ int ff_read_full(int fd, char *buf, size_t len, size_t eof_at, size_t *got,
                 ff_poll_signals(intr);
             total += (size_t)n;
             spins = 0;
+            ++*reads;
             if (total == eof_at)
                 break;      /* short (eof_at < len): the end fstat gave */
         } else if (n == 0) {
@@ -1450,7 +1456,7 @@ int ff_read_full(int fd, char *buf, size_t len, size_t eof_at, size_t *got,
 }
 
 int ff_pread_full(int fd, char *buf, size_t len, off_t off, size_t eof_at, size_t *got,
-                  const struct ff_eintr *intr)
+                  unsigned *reads, const struct ff_eintr *intr)
 {
     int err = 0;
 
@@ -1462,6 +1468,7 @@ int ff_pread_full(int fd, char *buf, size_t len, off_t off, size_t eof_at, size_
         if (err || n == 0)
             break;
         *got += (size_t)n;
+        ++*reads;
         if (*got == eof_at)
             break;
         if (*got < len)
@@ -1481,6 +1488,7 @@ int ff_file_matches(int fd, off_t start, const char *buf, size_t len, int to_end
         return ENOMEM;
     for (;;) {
         size_t left = len - done, want = left + (to_end ? 1 : 0), got;
+        unsigned reads = 0;     /* (each piece is compared, however read) */
 
         if (want > FF_MATCH_PIECE)
             want = FF_MATCH_PIECE;
@@ -1488,7 +1496,7 @@ int ff_file_matches(int fd, off_t start, const char *buf, size_t len, int to_end
             *same = 1;  /* the prefix, all compared */
             break;
         }
-        err = ff_pread_full(fd, piece, want, start + (off_t)done, left, &got, intr);
+        err = ff_pread_full(fd, piece, want, start + (off_t)done, left, &got, &reads, intr);
         *same = !err && got <= left && memcmp(piece, buf + done, got) == 0
                 && (got == want || got == left);
         if (!*same || got < want || (!to_end && got == left))

@@ -392,18 +392,23 @@ int ff_size_hint(int fd, size_t *size, const struct ff_eintr *intr);
 int ff_read_some(int fd, char *buf, size_t len, size_t *got, const struct ff_eintr *intr);
 
 /* read(2) until len bytes are in or end of file; *got < len means EOF.
+ * *reads counts the reads that returned bytes: on FUSE bytes of more than
+ * one read may come from two versions of a file (a short read, then a
+ * read after it answered from the version that replaced it), so a caller
+ * checks what more than one read brought as it checks a read of more
+ * than one FUSE request (ff_file_matches).
  * eof_at: the size fstat gave a regular file (0: none), counted from buf: a
  * short read that brings the total to exactly that is its end, with no
  * read of 0 after it (on FUSE that read is one more request, which a file
  * replaced meanwhile answers from its new version). A file that shrank or
  * grew past it, and pipes, /proc and sysfs (no size, or one they do not
  * hold), are read on to a read of 0. */
-int ff_read_full(int fd, char *buf, size_t len, size_t eof_at, size_t *got,
+int ff_read_full(int fd, char *buf, size_t len, size_t eof_at, size_t *got, unsigned *reads,
                  const struct ff_eintr *intr);
 
 /* The same with pread(2) from offset off, the fd's offset untouched. */
 int ff_pread_full(int fd, char *buf, size_t len, off_t off, size_t eof_at, size_t *got,
-                  const struct ff_eintr *intr);
+                  unsigned *reads, const struct ff_eintr *intr);
 
 /* A FUSE READ request carries at most this many bytes (32 pages: the
  * kernel's default, libfuse 2's and pmxcfs'): a read of up to this from a

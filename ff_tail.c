@@ -28,7 +28,9 @@ static const char *last_newline(const char *buf, size_t len)
 #endif
 }
 
-int ff_read_last_line(int fd, struct ff_tail *t, const struct ff_eintr *intr)
+/* ff_read_last_line's one try: *split when a block took more than one
+ * pread that returned bytes */
+static int last_line(int fd, struct ff_tail *t, int *split, const struct ff_eintr *intr)
 {
     off_t end, off;
     size_t want, scan_end = 0;
@@ -47,6 +49,7 @@ int ff_read_last_line(int fd, struct ff_tail *t, const struct ff_eintr *intr)
     want = FF_TAIL_BLOCK;
     while (off > 0) {
         size_t have = t->len, got;
+        unsigned reads = 0;
         off_t from = off > (off_t)want ? off - (off_t)want : 0;
         size_t n = (size_t)(off - from);
         const char *nl;
@@ -55,9 +58,11 @@ int ff_read_last_line(int fd, struct ff_tail *t, const struct ff_eintr *intr)
         if (!t->buf)
             return ENOMEM;
         memmove(t->buf + n, t->buf, have);      /* the new bytes go before */
-        err = ff_pread_full(fd, t->buf, n, from, 0, &got, intr);
+        err = ff_pread_full(fd, t->buf, n, from, 0, &got, &reads, intr);
         if (err)
             return err;
+        if (reads > 1)
+            *split = 1;
         if (got < n) {
             /* the file ends before the size the seek said (sysfs says 4096
              * whatever it holds; a file cut meanwhile): what was read is its
@@ -94,4 +99,23 @@ int ff_read_last_line(int fd, struct ff_tail *t, const struct ff_eintr *intr)
     t->line = 0;                                 /* no newline: the whole file */
     t->line_len = scan_end;
     return 0;
+}
+
+int ff_read_last_line(int fd, struct ff_tail *t, const struct ff_eintr *intr)
+{
+    int tries, split, err;
+
+    for (tries = 1;; tries++) {
+        split = 0;
+        err = last_line(fd, t, &split, intr);
+        /* a block that took more than one pread on FUSE (pmxcfs): a short
+         * one, and the rest from the version that replaced the file
+         * meanwhile: read it again, FF_TORN_TRIES times at most */
+        if (err || !split || !ff_fd_on_fuse(fd))
+            return err;
+        if (tries == FF_TORN_TRIES) {
+            t->step = FF_TAIL_READ;
+            return EAGAIN;
+        }
+    }
 }

@@ -297,13 +297,14 @@ SV *ffxs_read_buffer(pTHX_ size_t cap, int fd, int *on_fuse)
 }
 
 /* read_on's loop, reading with read(2) at fd's offset (at < 0) or pread(2)
- * from at; *several: it took more than one read, or one of more than one
- * FUSE request */
+ * from at; *several: more than one read returned bytes, or one read may
+ * have been more than one FUSE request */
 static SV *S_read_on(pTHX_ SV *content, int fd, off_t at, size_t size, size_t max,
                      size_t read_limit, SV *name, const struct ff_eintr *intr, bool *several)
 {
     /* one read of the whole file plus a byte that would show it grew */
     size_t total = SvCUR(content), cap = size ? size + 1 : FF_GROW_START, got;
+    unsigned reads = 0;
 
     if (cap < total + 1)
         cap = total + 1;
@@ -315,9 +316,10 @@ static SV *S_read_on(pTHX_ SV *content, int fd, off_t at, size_t size, size_t ma
     for (;;) {
         size_t eof_at = size > total ? size - total : 0;
         int err = at < 0
-                  ? ff_read_full(fd, SvPVX(content) + total, cap - total, eof_at, &got, intr)
+                  ? ff_read_full(fd, SvPVX(content) + total, cap - total, eof_at, &got, &reads,
+                                 intr)
                   : ff_pread_full(fd, SvPVX(content) + total, cap - total, at + (off_t)total,
-                                  eof_at, &got, intr);
+                                  eof_at, &got, &reads, intr);
 
         if (err)
             croak_errno(err, "unable to read %" SVf " - ", SVfARG(S_subject(aTHX_ name)));
@@ -328,8 +330,9 @@ static SV *S_read_on(pTHX_ SV *content, int fd, off_t at, size_t size, size_t ma
             break;                              /* end of file */
         cap = cap > read_limit / 2 ? read_limit : cap * 2;
         SvGROW(content, cap + 1);
-        *several = TRUE;
     }
+    if (reads > 1)
+        *several = TRUE;    /* (a short read, and the rest from another version) */
     SvCUR_set(content, total);
     *SvEND(content) = '\0';
     SvPOK_only(content);

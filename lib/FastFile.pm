@@ -440,7 +440,8 @@ when the size changed (its extra C<read> of 0 was a second request); pve-common'
 readers 4.5% at 20 KiB to 86% at 1 MiB. Now a file of up to 128 KiB less one
 byte is one request (the buffer starts on a page, no C<read> of 0), so it is
 always one version, with no extra cost. A read that may take more
-requests (a file of 128 KiB or more, or one that grew while read) is read a
+requests (a file of 128 KiB or more, one that grew while read, or one that
+came back short of C<fstat>'s size and was read on) is read a
 second time on FUSE (C<fstatfs> tells), in 124 KiB pieces compared with the
 first, and returned only when both reads agree byte for byte; when they do
 not it is read whole again and checked again, 8 reads at most, then

@@ -223,5 +223,44 @@ for my $kib (200, 1024) {
     is($errno, POSIX::EAGAIN(), 'file_read_firstline, changing during every read: $! EAGAIN');
 }
 
+# A version shorter than the size fstat gave (the kernel's cached
+# attributes, as pmxcfs' 1 s cache keeps them), then another after the
+# first READ request: the read comes back short of that size, and a read
+# after it (not the end fstat gave) is answered by the next version. Every
+# reader: one version whole, never the short one's start with the next
+# one's rest. if_changed: the mix equal to the data must not pass for
+# "unchanged".
+{
+    my $cfs = FastFS->mount(direct_io => 1, cache => 1);
+    my $cmnt = $cfs->dir;
+    # one line each: the last line of a mix is no version's last line
+    my ($old, $short, $next) = map { ($_->[0] x ($_->[1] - 1)) . "\n" } [ a => 1000 ], [ b => 500 ],
+                                   [ c => 800 ];
+    file_set_contents("$cmnt/$_->[0]", $_->[1]) for [ short => $short ], [ next => $next ];
+    for my $name (@READERS) {
+        my %whole = map { local_result($name, $_) => 1 } $old, $short, $next;
+        file_set_contents("$cmnt/f", $old);
+        my $size = -s "$cmnt/f";                # cached: 1000 for the reader's fstat
+        $cfs->swap('/f', 0, '/short');
+        $cfs->swap('/f', 1, '/next');
+        my $got = run_reader($name, "$cmnt/f");
+        $cfs->unswap;
+        ok($whole{$got}, "$name: shorter than fstat's $size bytes, then another version:"
+           . ' one version whole') or diag(length($got) . " bytes: $got");
+    }
+    my $next_same_size = version_of(1000, 3);
+    my $mix = substr($short, 0, 500) . substr($next_same_size, 500);
+    file_set_contents("$cmnt/next", $next_same_size);
+    file_set_contents("$cmnt/f", $old);
+    -s "$cmnt/f";
+    $cfs->swap('/f', 0, '/short');
+    $cfs->swap('/f', 1, '/next');
+    my $wrote = file_set_contents("$cmnt/f", $mix, { if_changed => 1 });
+    $cfs->unswap;
+    ok(slurp("$cmnt/f") eq $mix, "if_changed, a short version then another: the file holds the data"
+       . " (wrote: $wrote)");
+    ok($cfs->unmount, 'unmounted the mount with cached attributes');
+}
+
 ok($fs->unmount, 'unmounted');
 done_testing;
