@@ -286,6 +286,10 @@ SV *ffxs_read_buffer(pTHX_ size_t cap, int fd, int *on_fuse)
         Newx(pv, len, char);
         /* room <= skip < room + FF_PAGE, pv + skip on a page */
         skip = room + (FF_PAGE - ((size_t)(pv + room) & (FF_PAGE - 1))) % FF_PAGE;
+        /* the bytes before the start stay in the string's buffer (perl
+         * shows them: Devel::Peek, a core dump): none of another string's
+         * that glibc's block held before */
+        Zero(pv, skip, char);
         SvPV_set(sv, pv);
         SvLEN_set(sv, len);
         SvCUR_set(sv, skip);

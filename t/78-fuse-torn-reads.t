@@ -223,6 +223,25 @@ for my $kib (200, 1024) {
     is($errno, POSIX::EAGAIN(), 'file_read_firstline, changing during every read: $! EAGAIN');
 }
 
+# A 124-128 KiB read on FUSE returns a string that starts on a page
+# inside its buffer (OOK): the bytes before its start, which perl keeps
+# and shows (Devel::Peek, a core dump), are none of a freed string's
+{
+    require Devel::Peek;
+    file_set_contents("$mnt/f", version_of(126 * $KIB, 1));
+    my $dump = '';
+    for (1 .. 3) {
+        for (1 .. 3) { my $s = 'SECRET' x 22_500; undef $s; }
+        open my $saved, '>&', \*STDERR or die "dup STDERR: $!\n";
+        open STDERR, '>', "$local/dump" or die "$local/dump: $!\n";
+        Devel::Peek::Dump(file_get_contents("$mnt/f"));
+        open STDERR, '>&', $saved or die "restore STDERR: $!\n";
+        $dump .= slurp("$local/dump");
+    }
+    like($dump, qr/OFFSET = \d+/, '126 KiB on FUSE: an OOK string (start moved to a page)');
+    ok($dump !~ /SECRET/, '126 KiB on FUSE: no bytes of a freed string before its start');
+}
+
 # A version shorter than the size fstat gave (the kernel's cached
 # attributes, as pmxcfs' 1 s cache keeps them), then another after the
 # first READ request: the read comes back short of that size, and a read
