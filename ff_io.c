@@ -1350,9 +1350,10 @@ FF_HOT int ff_atomic_temp_ours(struct ff_atomic *a, int dirfd, const char *name)
  * (AT_STATX_DONT_SYNC): in the window the kernel still holds the old
  * file's entry, and a GETATTR of it would get the server's ENOENT too.
  * Bounded by FF_REREAD_TRIES (ff_io.h): the first retry at once, then
- * after pauses that double from FF_REREAD_PAUSE_NS. A pause runs pending
- * signal handlers on EINTR (they may die: the caller's fd is closed by
- * then). Nothing of this runs unless a call failed. */
+ * after pauses that double from FF_REREAD_PAUSE_NS. Pending signal
+ * handlers run before each retry and on a pause's EINTR (they may die:
+ * the caller's fd is closed by then). Nothing of this runs unless a call
+ * failed. */
 static int reread(struct ff_reread *r, int err, int opening, const struct ff_eintr *intr)
 {
     struct timespec pause;
@@ -1360,7 +1361,14 @@ static int reread(struct ff_reread *r, int err, int opening, const struct ff_ein
     long ns;
     int serr;
 
-    if ((err != ENOENT && err != ESTALE) || r->tries >= FF_REREAD_TRIES)
+    if (err != ENOENT && err != ESTALE)
+        return 0;
+    /* a signal that came during a failed call (a FUSE request is not
+     * interrupted by it): its handler runs now, in the call (no fd is
+     * open; it may die), not after the croak, where a die of it would
+     * escape the caller's eval, nor after the pauses */
+    ff_poll_signals(intr);
+    if (r->tries >= FF_REREAD_TRIES)
         return 0;
     if (err == ENOENT && opening) {
         FF_SYSCALL(serr, intr, ff_stat_type(AT_FDCWD, r->path, 0, &type));

@@ -127,6 +127,28 @@ SKIP: {
             }
         }
     }
+    # A signal that comes during a retried request (a FUSE request is not
+    # interrupted: the handler waits): its handler runs in the call, and a
+    # die of it is the caller's eval's, as where the reference's sysread
+    # returns. Left pending until the retries gave up, it ran after the
+    # croak, and its die escaped the eval around the reader.
+    SKIP: {
+        my $why = strace_why();
+        skip "strace: $why", scalar @READERS if $why;
+        $fs->clear;
+        $fs->control('fail open 2 /f');
+        for my $name (@READERS) {
+            my $call = $name eq 'file_copy' ? "file_copy(\$T, '$local/copy')" : "$name(\$T)";
+            my $r = strace_call("local \$SIG{ALRM} = sub { die qq(alarm\\n) };"
+                                . " my \$in = eval { $call; 'returned' }; \$in // \$@",
+                                attach => 1, target => $f, paths => [$f], trace => ['statx'],
+                                inject => ['statx:signal=ALRM:when=1']);
+            is($r->{ok} && $r->{ret}, "alarm\n",
+               "a signal during a retried OPEN: its handler's die is the eval's around $name")
+                or diag($r->{err}, $r->{stderr});
+        }
+        $fs->clear;
+    }
     $fs->unmount;
 }
 
