@@ -347,7 +347,7 @@ again:      /* fd is the file a writer put in place of the one open before */
      * another version may have answered a later request */
     if (reads > 1 || cap != first_cap || ff_more_than_one_request(SvPVX(content), cap)) {
         close_read_at_leave(&fd);               /* untorn may croak */
-        content = untorn(content, fd, on_fuse, 0, max, max + 1, path_sv(&path), &intr);
+        content = untorn(content, &fd, on_fuse, 0, max, max + 1, path_sv(&path), &reread, &intr);
     }
     CLOSE_FD();
 #undef CLOSE_FD

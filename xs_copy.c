@@ -140,7 +140,7 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
          * a page-aligned buffer and checked against a second read (a FUSE
          * source that may be more than one request: read_to_end) before
          * anything is written */
-        SV *content = read_to_end(in, size, max, limit, src_path, &intr);
+        SV *content = read_to_end(&in, size, max, limit, src_path, &reread, &intr);
         const char *bytes;
         STRLEN len;
 
@@ -217,7 +217,7 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
                 S_croak_copy(aTHX_ a, err, FF_COPY_WRITE, src_path, dst_path);
             if (lseek(in, 0, SEEK_SET) < 0)
                 S_croak_copy(aTHX_ a, errno, FF_COPY_READ, src_path, dst_path);
-            content = read_to_end(in, total, max, limit, src_path, &intr);
+            content = read_to_end(&in, total, max, limit, src_path, &reread, &intr);
             total = SvCUR(content);
             err = ff_write_all(a->fd, SvPVX(content), total, &intr);
             if (err)

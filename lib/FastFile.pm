@@ -604,8 +604,9 @@ still fails at once, with the reference's text and C<$!>: after the failed
 C<open>, one C<statx> from the kernel's cache tells a missing name from a
 replaced file. A read that succeeds makes no syscall more. C<safe_read_from>
 reads a handle its caller opened, which it cannot open again: its reads are
-not retried; neither is C<file_copy>'s read of its source with C<if_changed>
-or C<utf8> (its open is). Measured on t/fusefs' pmxcfs mode in F<bench/results.md>
+not retried. C<file_copy> retries its source's reads also where it reads
+the source into a string (C<if_changed>, C<utf8>, a FUSE source of 124 KiB
+or more). Measured on t/fusefs' pmxcfs mode in F<bench/results.md>
 (failed reads per 10,000 against a replacing writer).
 
 =head2 tempfile

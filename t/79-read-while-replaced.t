@@ -127,6 +127,32 @@ SKIP: {
             }
         }
     }
+    # A source of 124 KiB or more on FUSE, and any with if_changed or utf8,
+    # is read whole into a string (read_to_end): a READ that a replace
+    # failed is retried there too, as the other readers retry it
+    {
+        my $big = ("0123456789abcde\n" x (200 * 64));
+        file_set_contents($f, $big);
+        for my $rule ('failn 1 read 2 /f', 'failn 1 read 116 /f') {
+            for my $opts (undef, { if_changed => 1 }, { utf8 => 1 }) {
+                for my $src ([ '200 KiB' => $big ], [ '12 bytes' => "hello\nworld\n" ]) {
+                    next if !$opts && $src->[0] ne '200 KiB';   # (a small one streams: above)
+                    file_set_contents($f, $src->[1]);
+                    unlink "$local/copy";
+                    $fs->clear;
+                    $fs->control($rule);
+                    my $ok = eval { file_copy($f, "$local/copy", 1 << 20, $opts); 1 };
+                    my $err = $@;
+                    $fs->clear;
+                    my $what = "$src->[0], $rule, file_copy" . ($opts ? ' ' . join(',', keys %$opts) : '');
+                    ok($ok && FFTest::slurp("$local/copy") eq $src->[1], "$what: retried, copied")
+                        or diag($err);
+                }
+            }
+        }
+        file_set_contents($f, "hello\nworld\n");
+    }
+
     # A signal that comes during a retried request (a FUSE request is not
     # interrupted: the handler waits): its handler runs in the call, and a
     # die of it is the caller's eval's, as where the reference's sysread
