@@ -528,7 +528,7 @@ again:
      * have answered the later requests; what was read must agree with a
      * second read of it (see file_get_contents), else read again from
      * the start, FF_TORN_TRIES reads in all */
-    if (reads > 1 && ff_fd_on_fuse(*fd)) {
+    if (reads > 1 && ff_fd_on_fuse(*fd) && ff_fd_rereadable(*fd)) {
         err = ff_file_matches(*fd, 0, buf, have, 0, &same, intr);
         if (err)
             goto fail;

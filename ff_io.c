@@ -1520,6 +1520,13 @@ int ff_fd_on_fuse(int fd)
     return ff_on_fuse(fd);
 }
 
+int ff_fd_rereadable(int fd)
+{
+    struct stat st;
+
+    return fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 void ff_close_read(int fd)
 {
     int saved = errno;

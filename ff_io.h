@@ -447,6 +447,11 @@ int ff_file_matches(int fd, off_t start, const char *buf, size_t len, int to_end
  * two requests of one read(2). */
 int ff_fd_on_fuse(int fd);
 
+/* 1 when fd is a regular file, which a second read can check: a FIFO,
+ * socket or device (one on FUSE too) has one version, what was read; a
+ * second read of it (pread: ESPIPE) is no check. */
+int ff_fd_rereadable(int fd);
+
 /* close(2) an fd that was only read; its result cannot mean lost data. */
 void ff_close_read(int fd);
 

@@ -111,7 +111,7 @@ int ff_read_last_line(int fd, struct ff_tail *t, const struct ff_eintr *intr)
         /* a block that took more than one pread on FUSE (pmxcfs): a short
          * one, and the rest from the version that replaced the file
          * meanwhile: read it again, FF_TORN_TRIES times at most */
-        if (err || !split || !ff_fd_on_fuse(fd))
+        if (err || !split || !ff_fd_on_fuse(fd) || !ff_fd_rereadable(fd))
             return err;
         if (tries == FF_TORN_TRIES) {
             t->step = FF_TAIL_READ;

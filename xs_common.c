@@ -402,7 +402,7 @@ SV *ffxs_untorn(pTHX_ SV *content, int *fd, int on_fuse, off_t start, size_t max
 
     if (on_fuse < 0)
         on_fuse = ff_fd_on_fuse(*fd);
-    if (!on_fuse)
+    if (!on_fuse || !ff_fd_rereadable(*fd))
         return content;
     if (handle) {
         off_t end = lseek(*fd, 0, SEEK_CUR);     /* (never EINTR) */

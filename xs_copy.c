@@ -209,7 +209,7 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
         /* more than one read on FUSE (pmxcfs): a short one, and the rest
          * from the version that replaced the source meanwhile, may be in
          * the temp. Copy it again, read whole and checked (read_to_end) */
-        if (reads > 1 && total <= max && ff_fd_on_fuse(in)) {
+        if (reads > 1 && total <= max && ff_fd_on_fuse(in) && ff_fd_rereadable(in)) {
             SV *content;
 
             err = ff_copy_restart(a->fd, &intr);

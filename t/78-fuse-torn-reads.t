@@ -242,6 +242,28 @@ for my $kib (200, 1024) {
     ok($dump !~ /SECRET/, '126 KiB on FUSE: no bytes of a freed string before its start');
 }
 
+# A FIFO on FUSE is read once, as anywhere: what came in more than one
+# read has one version (no second read to check it with: pread is ESPIPE)
+{
+    my $fifo = "$mnt/fifo";
+    POSIX::mkfifo($fifo, 0600) or die "mkfifo $fifo: $!\n";
+    for my $name (qw(file_get_contents file_read_firstline file_copy)) {
+        my $pid = fork // die "fork: $!\n";
+        if (!$pid) {
+            open my $w, '>', $fifo or POSIX::_exit(1);
+            syswrite $w, 'a' x 100;
+            select undef, undef, undef, 0.05;       # two reads for the reader
+            syswrite $w, ('b' x 100) . "\n";
+            POSIX::_exit(0);
+        }
+        my $got = run_reader($name, $fifo);
+        waitpid $pid, 0;
+        is($got, local_result($name, ('a' x 100) . ('b' x 100) . "\n"),
+           "$name of a FIFO on FUSE written in two pieces: what was written");
+    }
+    unlink $fifo;
+}
+
 # A version shorter than the size fstat gave (the kernel's cached
 # attributes, as pmxcfs' 1 s cache keeps them), then another after the
 # first READ request: the read comes back short of that size, and a read
