@@ -261,7 +261,7 @@ static SV *S_file_get_contents(pTHX_ SV *filename, SV *max_arg)
     struct ff_eintr intr = { ffxs_on_eintr, &guard, FFXS_PENDING };
     struct ffxs_path path;
     char name_buf[FF_NAME_BUF];         /* a plain name's snapshot */
-    struct ff_reread reread = { NULL, 0 };
+    struct ff_reread reread = { NULL, 0, 0, 0 };
     int fd = -1, err, on_fuse = -1;
     /* this function's own scope, without ENTER (see file_set_contents).
      * fd is closed here before each croak and the return; only where a
@@ -569,7 +569,7 @@ static SV *S_file_read_firstline(pTHX_ SV *filename)
     struct ff_eintr intr = { ffxs_on_eintr, &guard, FFXS_PENDING };
     struct ffxs_path path;
     char name_buf[FF_NAME_BUF];         /* a plain name's snapshot */
-    struct ff_reread reread = { NULL, 0 };
+    struct ff_reread reread = { NULL, 0, 0, 0 };
     bool named = FALSE;
     int fd = -1, err;
     /* this function's own scope, without ENTER (see file_get_contents): fd

@@ -1357,12 +1357,29 @@ FF_HOT int ff_atomic_temp_ours(struct ff_atomic *a, int dirfd, const char *name)
 static int reread(struct ff_reread *r, int err, int opening, const struct ff_eintr *intr)
 {
     struct timespec pause;
+    struct stat cwd;
     mode_t type;
     long ns;
-    int serr;
+    int serr, relative = r->path[0] != '/';
 
     if (err != ENOENT && err != ESTALE)
         return 0;
+    if (err == ENOENT && opening) {
+        FF_SYSCALL(serr, intr, ff_stat_type(AT_FDCWD, r->path, 0, &type));
+        if (serr) {
+            ff_poll_signals(intr);      /* (see below) */
+            return 0;           /* no such name: the file is missing */
+        }
+    }
+    /* a relative name is looked up again where it was first: a handler
+     * that chdirs (below) ends the retries, the error standing, as the
+     * reference's one open leaves it; never another directory's file */
+    if (relative && !r->tries) {
+        if (stat(".", &cwd) < 0)
+            return 0;
+        r->cwd_dev = cwd.st_dev;
+        r->cwd_ino = cwd.st_ino;
+    }
     /* a signal that came during a failed call (a FUSE request is not
      * interrupted by it): its handler runs now, in the call (no fd is
      * open; it may die), not after the croak, where a die of it would
@@ -1370,17 +1387,14 @@ static int reread(struct ff_reread *r, int err, int opening, const struct ff_ein
     ff_poll_signals(intr);
     if (r->tries >= FF_REREAD_TRIES)
         return 0;
-    if (err == ENOENT && opening) {
-        FF_SYSCALL(serr, intr, ff_stat_type(AT_FDCWD, r->path, 0, &type));
-        if (serr)
-            return 0;           /* no such name: the file is missing */
-    }
     if (r->tries) {
         ns = FF_REREAD_PAUSE_NS << (r->tries - 1);
         pause.tv_sec = ns / 1000000000L;
         pause.tv_nsec = ns % 1000000000L;
         FF_SYSCALL(serr, intr, nanosleep(&pause, &pause));
     }
+    if (relative && (stat(".", &cwd) < 0 || cwd.st_dev != r->cwd_dev || cwd.st_ino != r->cwd_ino))
+        return 0;
     r->tries++;
     return 1;
 }

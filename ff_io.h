@@ -357,10 +357,12 @@ void ff_wbuf_free(struct ff_wbuf *b);
  * FF_REREAD_TRIES tries a call (see reread in ff_io.c), and cost nothing
  * until a call fails. A reader that starts over reads the new file from
  * its start: it never mixes two versions. Set up per call:
- *   struct ff_reread r = { path, 0 }; */
+ *   struct ff_reread r = { path, 0, 0, 0 }; */
 struct ff_reread {
     const char *path;
     unsigned tries;         /* retries made so far */
+    dev_t cwd_dev;          /* a relative path's directory at the first retry */
+    ino_t cwd_ino;
 };
 
 /* Retries after the first failure, and the first pause (before the second

@@ -63,7 +63,7 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
     struct ff_eintr intr = { ffxs_on_eintr, &guard, FFXS_PENDING };
     size_t max, limit, size, total = 0, cap = 0, pending = 0;
     char *buf = NULL;
-    struct ff_reread reread = { NULL, 0 };
+    struct ff_reread reread = { NULL, 0, 0, 0 };
     unsigned reads = 0;                      /* of the source that brought bytes */
     int in = -1, err;
     struct ffxs_path dst_name;               /* dst_path, as start_write takes it */

@@ -602,7 +602,10 @@ dropped): the first retry at once, then after pauses that double from
 0.1 ms, 10 retries at most (51 ms of pauses), after which the error stands. A file that does not exist
 still fails at once, with the reference's text and C<$!>: after the failed
 C<open>, one C<statx> from the kernel's cache tells a missing name from a
-replaced file. A read that succeeds makes no syscall more. C<safe_read_from>
+replaced file. A relative name is retried only in the directory it was
+first looked up in: a signal handler that changes the working directory
+meanwhile ends the retries, and the error stands. A read that succeeds
+makes no syscall more. C<safe_read_from>
 reads a handle its caller opened, which it cannot open again: its reads are
 not retried. C<file_copy> retries its source's reads also where it reads
 the source into a string (C<if_changed>, C<utf8>, a FUSE source of 124 KiB

@@ -174,6 +174,30 @@ SKIP: {
                 or diag($r->{err}, $r->{stderr});
         }
         $fs->clear;
+
+        # A relative name, and a handler that chdirs while the OPEN is
+        # retried (two OPENs fail: it runs before the second retry): the
+        # retries end (the reference's one open fails so),
+        # never a file of the same name in the other directory
+        my $other = File::Temp::tempdir('ff79-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+        FFTest::spew("$other/f", "the other directory's\n");
+        $fs->control('failn 2 open 2 /f');
+        for my $name (@READERS) {
+            my $call = $name eq 'file_copy'
+                       ? "file_copy('f', '$local/copy') && do { open my \$h, '<', '$local/copy'; local \$/; <\$h> }"
+                       : "$name('f')";
+            my $dir = $fs->dir;
+            my $r = strace_call("chdir '$dir' or die; local \$SIG{USR1} = sub { chdir '$other' };"
+                                . " my \$got = eval { $call }; my \$e = \$@; chdir '/';"
+                                . " \$e ? \$e : \$got // 'undef'", attach => 1, trace => ['statx'],
+                                inject => ['statx:signal=USR1:when=1']);
+            unlike($r->{ok} ? $r->{ret} : $r->{err}, qr/other directory/,
+                   "a handler that chdirs while $name retries a relative name: not the other directory's file")
+                or diag($r->{stderr});
+            $fs->clear;
+            $fs->control('failn 2 open 2 /f');
+        }
+        $fs->clear;
     }
     $fs->unmount;
 }
