@@ -1351,8 +1351,8 @@ FF_HOT int ff_atomic_temp_ours(struct ff_atomic *a, int dirfd, const char *name)
  * file's entry, and a GETATTR of it would get the server's ENOENT too.
  * Bounded by FF_REREAD_TRIES (ff_io.h): the first retry at once, then
  * after pauses that double from FF_REREAD_PAUSE_NS. Pending signal
- * handlers run before each retry and on a pause's EINTR (they may die:
- * the caller's fd is closed by then). Nothing of this runs unless a call
+ * handlers run before each retry and when a signal ends a pause early
+ * (they may die: the caller's fd is closed by then). Nothing of this runs unless a call
  * failed. */
 static int reread(struct ff_reread *r, int err, int opening, const struct ff_eintr *intr)
 {
@@ -1391,7 +1391,11 @@ static int reread(struct ff_reread *r, int err, int opening, const struct ff_ein
         ns = FF_REREAD_PAUSE_NS << (r->tries - 1);
         pause.tv_sec = ns / 1000000000L;
         pause.tv_nsec = ns % 1000000000L;
-        FF_SYSCALL(serr, intr, nanosleep(&pause, &pause));
+        /* a signal ends the pause, its handlers run (they may die): only
+         * a wait, not one to finish (EINTRs that keep coming, as strace
+         * injects them, made it wait forever for the time left) */
+        if (nanosleep(&pause, NULL) < 0 && errno == EINTR)
+            ff_poll_signals(intr);
     }
     if (relative && (stat(".", &cwd) < 0 || cwd.st_dev != r->cwd_dev || cwd.st_ino != r->cwd_ino))
         return 0;

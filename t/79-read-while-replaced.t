@@ -175,6 +175,21 @@ SKIP: {
         }
         $fs->clear;
 
+        # An EINTR with a signal on every pause (strace injects them): a
+        # signal ends a pause, its handler runs, the retries go on and end
+        # (the pause waited for the time left: forever)
+        $fs->control('fail open 2 /f');
+        my $r = eval {
+            strace_call("my \$n = 0; local \$SIG{USR1} = sub { \$n++ };"
+                        . " eval { file_get_contents(\$T) }; \$@ =~ /No such file/ ? \$n : \$@",
+                        target => $f, trace => ['nanosleep', 'clock_nanosleep'], timeout => 10,
+                        inject => ['nanosleep,clock_nanosleep:error=EINTR:signal=USR1'])
+        };
+        is($r && $r->{ok} && $r->{ret}, 9,
+           'EINTR and a signal on every pause: its handler ran once a pause, the retries ended')
+            or diag($@, $r && ($r->{err}, $r->{stderr}));
+        $fs->clear;
+
         # A relative name, and a handler that chdirs while the OPEN is
         # retried (two OPENs fail: it runs before the second retry): the
         # retries end (the reference's one open fails so),
