@@ -979,6 +979,9 @@ C<$max> if the file may be that big.
 On FUSE (pmxcfs), a file of 128 KiB or more changed during each of 8 reads
 in a row, so no read could be shown to hold one version of it (see
 L</file_get_contents>). C<$!> is C<EAGAIN>. Try again later.
+C<file_read_last_line>, whose last block came back short and was read on
+(another version may have answered the rest) in each of 8 reads, dies
+C<sysread failed - Resource temporarily unavailable>.
 
 =item C<unable to read file 'NAME' - $!>, C<unable to read input - $!>
 
