@@ -353,6 +353,7 @@ static SV *S_read_on(pTHX_ SV *content, int *fd, off_t at, size_t size, size_t m
             break;                              /* end of file */
         cap = cap > read_limit / 2 ? read_limit : cap * 2;
         SvGROW(content, cap + 1);
+        *several = TRUE;    /* (its end a read of 0 found, which another version may answer) */
     }
     if (reads > 1)
         *several = TRUE;    /* (a short read, and the rest from another version) */
