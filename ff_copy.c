@@ -36,10 +36,10 @@ int ff_copy_range(int in, int out, size_t limit, size_t eof_at, size_t *copied,
         FF_SYSCALL(err, intr, n = ff_copy_file_range(in, out, want));
         if (err)
             return 0;               /* refused: read and write take over */
+        ++*reads;                   /* (0 too: see ff_copy_rw) */
         if (n == 0)
             return *copied > start; /* end of file, or nothing the kernel could see */
         *copied += (size_t)n;
-        ++*reads;
         if (*copied == eof_at && (size_t)n < want)
             return 1;               /* short at fstat's size: the end */
         ff_poll_signals(intr);
@@ -76,9 +76,9 @@ int ff_copy_rw(int in, int out, char *buf, size_t cap, size_t pending, size_t li
             *side = FF_COPY_READ;
             return err;
         }
+        ++*reads;           /* (a read of 0 too: another version may find the end) */
         if (got == 0)
             return 0;
-        ++*reads;
         pending = got;
         end = got < want && *copied + got == eof_at;    /* short at fstat's size */
         ff_poll_signals(intr);      /* a pipe: many reads and writes, none interrupted */

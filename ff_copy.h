@@ -27,8 +27,9 @@ enum ff_copy_side { FF_COPY_READ, FF_COPY_WRITE };
  * would write it in 64 KiB requests): ff_copy_rw then goes on. Pending
  * signal handlers run on EINTR. eof_at (fstat's size of a regular file, or
  * 0): a copy that comes back short at that size is the end, with no call
- * that finds 0 after it (on FUSE, a request). *reads counts the calls
- * that brought bytes (see ff_read_full: more than one may mix versions). */
+ * that finds 0 after it (on FUSE, a request). *reads counts the calls,
+ * the one that found the end too (see ff_read_full: what more than one
+ * call brought may mix versions, a read of 0 may be a shorter one's). */
 int ff_copy_range(int in, int out, size_t limit, size_t eof_at, size_t *copied,
                   unsigned *reads, const struct ff_eintr *intr);
 

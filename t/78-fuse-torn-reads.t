@@ -274,21 +274,35 @@ for my $kib (200, 1024) {
 {
     my $cfs = FastFS->mount(direct_io => 1, cache => 1);
     my $cmnt = $cfs->dir;
-    # one line each: the last line of a mix is no version's last line
-    my ($old, $short, $next) = map { ($_->[0] x ($_->[1] - 1)) . "\n" } [ a => 1000 ], [ b => 500 ],
-                                   [ c => 800 ];
-    file_set_contents("$cmnt/$_->[0]", $_->[1]) for [ short => $short ], [ next => $next ];
-    for my $name (@READERS) {
-        my %whole = map { local_result($name, $_) => 1 } $old, $short, $next;
-        file_set_contents("$cmnt/f", $old);
-        my $size = -s "$cmnt/f";                # cached: 1000 for the reader's fstat
-        $cfs->swap('/f', 0, '/short');
-        $cfs->swap('/f', 1, '/next');
-        my $got = run_reader($name, "$cmnt/f");
-        $cfs->unswap;
-        ok($whole{$got}, "$name: shorter than fstat's $size bytes, then another version:"
-           . ' one version whole') or diag(length($got) . " bytes: $got");
+    # one line each: the last line of a mix is no version's last line.
+    # Also a version longer than fstat's size, then a shorter one: the
+    # read of fstat's size and a byte is full, and the read after it, which
+    # finds the end, is the shorter one's (a prefix of the longer one)
+    my $line = sub { ($_[0] x ($_[1] - 1)) . "\n" };
+    # (file_read_last_line takes the end lseek gives, the kernel's cached
+    # size, as the reference's sysseek does: of a longer version it reads
+    # the bytes before that end)
+    my $old;
+    for my $case ([ 'shorter than' => 1000, $line->(b => 500), $line->(c => 800) ],
+                  [ 'longer than' => 100_000, $line->(d => 120_000), $line->(e => 50_000) ]) {
+        my ($what, $size, $first, $next) = @$case;
+        $old = $line->(a => $size);
+        file_set_contents("$cmnt/$_->[0]", $_->[1]) for [ first => $first ], [ next => $next ];
+        for my $name (@READERS) {
+            next if $what eq 'longer than' && $name eq 'file_read_last_line';
+            my %whole = map { local_result($name, $_) => 1 } $old, $first, $next;
+            file_set_contents("$cmnt/f", $old);
+            -s "$cmnt/f";                           # cached: $size for the reader's fstat
+            $cfs->swap('/f', 0, '/first');
+            $cfs->swap('/f', 1, '/next');
+            my $got = run_reader($name, "$cmnt/f");
+            $cfs->unswap;
+            ok($whole{$got}, "$name: $what fstat's $size bytes, then another version:"
+               . ' one version whole') or diag(length($got) . " bytes: $got");
+        }
     }
+    my $short = $line->(b => 500);
+    file_set_contents("$cmnt/short", $short);
     my $next_same_size = version_of(1000, 3);
     my $mix = substr($short, 0, 500) . substr($next_same_size, 500);
     file_set_contents("$cmnt/next", $next_same_size);
