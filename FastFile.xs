@@ -394,8 +394,9 @@ static SV *S_read_record(pTHX_ int *fd, SV *path, struct ff_reread *reread,
     SV *rs = sv_mortalcopy_flags(PL_rs, 0), *line, *sep_sv = NULL;
     const char *sep = NULL;
     STRLEN sep_len = 0;
-    size_t cap = FF_LINE_BLOCK, total = 0, begin = 0, end = 0, got;
-    int err;
+    size_t cap = FF_LINE_BLOCK, total, begin, end, got;
+    unsigned reads;     /* that returned bytes, a read of more than one FUSE request as 2 */
+    int err, same, tries = 0;
 
     if (SvROK(rs)) {
         IV n = SvIV(SvRV(rs));          /* perl refuses \0 and negatives in $/ */
@@ -409,6 +410,9 @@ static SV *S_read_record(pTHX_ int *fd, SV *path, struct ff_reread *reread,
         sep = SvPV_const(sep_sv, sep_len);
     }
     line = sv_2mortal(newSV(cap));
+again:
+    total = begin = end = 0;
+    reads = 0;
     for (;;) {
         size_t scanned = total;
 
@@ -425,6 +429,7 @@ static SV *S_read_record(pTHX_ int *fd, SV *path, struct ff_reread *reread,
             croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(path));
         if (got == 0)
             break;
+        reads += ff_more_than_one_request(SvPVX(line) + total, cap - total) ? 2 : 1;
         total += got;
         end = record_end(rs, sep, sep_len, SvPVX(line), &begin, scanned, total);
         if (end) {
@@ -435,6 +440,26 @@ static SV *S_read_record(pTHX_ int *fd, SV *path, struct ff_reread *reread,
         if (total == cap) {
             cap *= 2;
             SvGROW(line, cap + 1);
+            reads++;            /* (its end a read of 0 may find, another version's) */
+        }
+    }
+    /* more than one read or request on FUSE (pmxcfs): another version may
+     * have answered the later ones; what was read must agree with a
+     * second read of it (to its end when the file's end ended the
+     * record), else read again from the start (see read_line) */
+    if (reads > 1 && ff_fd_on_fuse(*fd) && ff_fd_rereadable(*fd)) {
+        err = ff_file_matches(*fd, 0, SvPVX(line), total, !end, &same, intr);
+        if (err)
+            croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(path));
+        if (!same) {
+            tries += 2;                 /* the read and its check */
+            if (tries + 2 > FF_TORN_TRIES)
+                croak_errno(EAGAIN, "unable to read file '%" SVf "' - changed while read, %d reads: ",
+                            SVfARG(path), tries);
+            if (lseek(*fd, 0, SEEK_SET) < 0)
+                croak_errno(errno, "unable to read file '%" SVf "' - ", SVfARG(path));
+            SETERRNO(0, 0);             /* as for the first read */
+            goto again;
         }
     }
     if (!end)                                       /* end of file */

@@ -148,6 +148,27 @@ for my $kib (20, 200, 1024) {
         or diag(join "\n", @bad);
 }
 
+# file_read_firstline with another $/ (slurp mode, a separator of its
+# own): the record of more than one read is checked the same way
+for my $rs (undef, "END\n") {
+    my ($old, $new) = map { my $v = version_of(200 * $KIB, $_); substr($v, 150 * $KIB, 0, "END\n"); $v } 1, 2;
+    file_set_contents("$mnt/$_->[0]", $_->[1]) for [ old => $old ], [ next => $new ], [ f => $old ];
+    my %whole = map { my $b = $_; my $r = do { local $/ = $rs; spew("$local/f", $b); file_read_firstline("$local/f") };
+                      $r => 1 } $old, $new;
+    my @bad;
+    for (my $n = 1; $n <= 8; $n++) {
+        $fs->swap('/f', 0, '/old');
+        $fs->swap('/f', $n, '/next');
+        my $got = do { local $/ = $rs; eval { file_read_firstline("$mnt/f") } // "died: $@" };
+        my $c = $fs->counters;
+        $fs->unswap;
+        push @bad, "after request $n: " . length($got) . " bytes" unless $whole{$got};
+        last if $c->{swap_pending};
+    }
+    ok(!@bad, 'file_read_firstline, $/ ' . (defined $rs ? '"END\\n"' : 'undef')
+       . ': one version\'s record at every request boundary') or diag(join "\n", @bad);
+}
+
 # if_changed's comparison of the target: a torn read that happens to equal
 # the data must not leave the file as it is when it holds something else.
 # The new version differs from the old in its first line and its last: a
