@@ -456,7 +456,8 @@ what holds for C<file_get_contents> holds for C<safe_read_from> of a
 regular file, C<file_copy>'s source and the comparison of C<if_changed>
 (which writes unless two reads agree that the file holds the data already).
 C<file_read_firstline> reads one 8 KiB block (one request) for a first line
-shorter than that, and checks a longer one the same way; C<file_read_last_line>
+shorter than that, and checks a longer one (or a record of another C<$/>)
+the same way; C<file_read_last_line>
 reads one 64 KiB block: one request, one version, for a last line shorter than
 that (a longer one is not checked). The check compares two reads: a file that
 changes back to an earlier version while it is read twice (A, B, A, B at
