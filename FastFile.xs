@@ -258,12 +258,13 @@ static SV *S_file_get_contents(pTHX_ SV *filename, SV *max_arg)
     const char *op = "file_get_contents";
     SV *content;
     size_t max, size, cap, first_cap, total = 0, got;
+    unsigned reads;     /* that returned bytes */
     /* a child forked by a handler may not read on from the shared offset */
     struct ff_guard guard = { NULL, 0, FALSE, TRUE, FF_GUARD_PERL, NULL };
     struct ff_eintr intr = { ffxs_on_eintr, &guard, FFXS_PENDING };
     struct ffxs_path path;
     char name_buf[FF_NAME_BUF];         /* a plain name's snapshot */
-    struct ff_reread reread = { NULL, 0, NULL };
+    struct ff_reread reread = { NULL, 0, 0, 0, NULL };
     int fd = -1, err, on_fuse = -1;
     /* this function's own scope, without ENTER (see file_set_contents).
      * fd is closed here before each croak and the return; only where a
@@ -317,8 +318,9 @@ again:      /* fd is the file a writer put in place of the one open before */
     if (cap > max + 1)
         cap = first_cap = max + 1;
     content = sv_2mortal(read_buffer(cap, fd, &on_fuse));
+    reads = 0;
     for (;;) {
-        err = ff_read_full(fd, SvPVX(content) + total, cap - total, size, &got, &intr);
+        err = ff_read_full(fd, SvPVX(content) + total, cap - total, size, &got, &reads, &intr);
         if (err && ff_read_again(&reread, &fd, err, &intr)) {
             total = 0;          /* the new file, from its start */
             goto again;
@@ -343,11 +345,12 @@ again:      /* fd is the file a writer put in place of the one open before */
     SvPOK_only(content);
     if (TAINTING_get)
         SvTAINTED_on(content);
-    /* more than one read, or one of more than one FUSE request: on FUSE
-     * (pmxcfs) another version may have answered a later request */
-    if (cap != first_cap || ff_more_than_one_request(SvPVX(content), cap)) {
+    /* more than one read (a short one, then one that another version
+     * answered), or one of more than one FUSE request: on FUSE (pmxcfs)
+     * another version may have answered a later request */
+    if (reads > 1 || cap != first_cap || ff_more_than_one_request(SvPVX(content), cap)) {
         close_read_at_leave(&fd);               /* untorn may croak */
-        content = untorn(content, fd, on_fuse, 0, max, max + 1, path_sv(&path), &intr);
+        content = untorn(content, &fd, on_fuse, 0, max, max + 1, path_sv(&path), &reread, &intr);
     }
     CLOSE_FD();
 #undef CLOSE_FD
@@ -394,8 +397,9 @@ static SV *S_read_record(pTHX_ int *fd, SV *path, struct ff_reread *reread,
     SV *rs = sv_mortalcopy_flags(PL_rs, 0), *line, *sep_sv = NULL;
     const char *sep = NULL;
     STRLEN sep_len = 0;
-    size_t cap = FF_LINE_BLOCK, total = 0, begin = 0, end = 0, got;
-    int err;
+    size_t cap = FF_LINE_BLOCK, total, begin, end, got;
+    unsigned reads;     /* that returned bytes, a read of more than one FUSE request as 2 */
+    int err, same, tries = 0;
 
     if (SvROK(rs)) {
         IV n = SvIV(SvRV(rs));          /* perl refuses \0 and negatives in $/ */
@@ -409,6 +413,9 @@ static SV *S_read_record(pTHX_ int *fd, SV *path, struct ff_reread *reread,
         sep = SvPV_const(sep_sv, sep_len);
     }
     line = sv_2mortal(newSV(cap));
+again:
+    total = begin = end = 0;
+    reads = 0;
     for (;;) {
         size_t scanned = total;
 
@@ -425,6 +432,7 @@ static SV *S_read_record(pTHX_ int *fd, SV *path, struct ff_reread *reread,
             croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(path));
         if (got == 0)
             break;
+        reads += ff_more_than_one_request(SvPVX(line) + total, cap - total) ? 2 : 1;
         total += got;
         end = record_end(rs, sep, sep_len, SvPVX(line), &begin, scanned, total);
         if (end) {
@@ -435,6 +443,26 @@ static SV *S_read_record(pTHX_ int *fd, SV *path, struct ff_reread *reread,
         if (total == cap) {
             cap *= 2;
             SvGROW(line, cap + 1);
+            reads++;            /* (its end a read of 0 may find, another version's) */
+        }
+    }
+    /* more than one read or request on FUSE (pmxcfs): another version may
+     * have answered the later ones; what was read must agree with a
+     * second read of it (to its end when the file's end ended the
+     * record), else read again from the start (see read_line) */
+    if (reads > 1 && ff_fd_on_fuse(*fd) && ff_fd_rereadable(*fd)) {
+        err = ff_file_matches(*fd, 0, SvPVX(line), total, !end, &same, intr);
+        if (err)
+            croak_errno(err, "unable to read file '%" SVf "' - ", SVfARG(path));
+        if (!same) {
+            tries += 2;                 /* the read and its check */
+            if (tries + 2 > FF_TORN_TRIES)
+                croak_errno(EAGAIN, "unable to read file '%" SVf "' - changed while read, %d reads: ",
+                            SVfARG(path), tries);
+            if (lseek(*fd, 0, SEEK_SET) < 0)
+                croak_errno(errno, "unable to read file '%" SVf "' - ", SVfARG(path));
+            SETERRNO(0, 0);             /* as for the first read */
+            goto again;
         }
     }
     if (!end)                                       /* end of file */
@@ -528,7 +556,7 @@ again:
      * have answered the later requests; what was read must agree with a
      * second read of it (see file_get_contents), else read again from
      * the start, FF_TORN_TRIES reads in all */
-    if (reads > 1 && ff_fd_on_fuse(*fd)) {
+    if (reads > 1 && ff_fd_on_fuse(*fd) && ff_fd_rereadable(*fd)) {
         err = ff_file_matches(*fd, 0, buf, have, 0, &same, intr);
         if (err)
             goto fail;
@@ -569,7 +597,7 @@ static SV *S_file_read_firstline(pTHX_ SV *filename)
     struct ff_eintr intr = { ffxs_on_eintr, &guard, FFXS_PENDING };
     struct ffxs_path path;
     char name_buf[FF_NAME_BUF];         /* a plain name's snapshot */
-    struct ff_reread reread = { NULL, 0, NULL };
+    struct ff_reread reread = { NULL, 0, 0, 0, NULL };
     bool named = FALSE;
     int fd = -1, err;
     /* this function's own scope, without ENTER (see file_get_contents): fd

@@ -17,7 +17,7 @@
 #define FF_COPY_CHUNK ((size_t)1 << 30)
 
 int ff_copy_range(int in, int out, size_t limit, size_t eof_at, size_t *copied,
-                  const struct ff_eintr *intr)
+                  unsigned *reads, const struct ff_eintr *intr)
 {
     size_t start = *copied;
 
@@ -36,6 +36,7 @@ int ff_copy_range(int in, int out, size_t limit, size_t eof_at, size_t *copied,
         FF_SYSCALL(err, intr, n = ff_copy_file_range(in, out, want));
         if (err)
             return 0;               /* refused: read and write take over */
+        ++*reads;                   /* (0 too: see ff_copy_rw) */
         if (n == 0)
             return *copied > start; /* end of file, or nothing the kernel could see */
         *copied += (size_t)n;
@@ -47,7 +48,7 @@ int ff_copy_range(int in, int out, size_t limit, size_t eof_at, size_t *copied,
 }
 
 int ff_copy_rw(int in, int out, char *buf, size_t cap, size_t pending, size_t limit,
-               size_t eof_at, size_t *copied, enum ff_copy_side *side,
+               size_t eof_at, size_t *copied, unsigned *reads, enum ff_copy_side *side,
                const struct ff_eintr *intr)
 {
     int end = 0;
@@ -75,6 +76,7 @@ int ff_copy_rw(int in, int out, char *buf, size_t cap, size_t pending, size_t li
             *side = FF_COPY_READ;
             return err;
         }
+        ++*reads;           /* (a read of 0 too: another version may find the end) */
         if (got == 0)
             return 0;
         pending = got;

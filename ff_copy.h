@@ -27,9 +27,11 @@ enum ff_copy_side { FF_COPY_READ, FF_COPY_WRITE };
  * would write it in 64 KiB requests): ff_copy_rw then goes on. Pending
  * signal handlers run on EINTR. eof_at (fstat's size of a regular file, or
  * 0): a copy that comes back short at that size is the end, with no call
- * that finds 0 after it (on FUSE, a request). */
+ * that finds 0 after it (on FUSE, a request). *reads counts the calls,
+ * the one that found the end too (see ff_read_full: what more than one
+ * call brought may mix versions, a read of 0 may be a shorter one's). */
 int ff_copy_range(int in, int out, size_t limit, size_t eof_at, size_t *copied,
-                  const struct ff_eintr *intr);
+                  unsigned *reads, const struct ff_eintr *intr);
 
 /* Copy from in to out through buf (cap bytes), starting with the pending
  * bytes already in buf, until in's end of file or until *copied reaches
@@ -37,7 +39,7 @@ int ff_copy_range(int in, int out, size_t limit, size_t eof_at, size_t *copied,
  * EINTR retried); eof_at as ff_copy_range's. Returns 0 or an errno, *side
  * telling which fd failed. */
 int ff_copy_rw(int in, int out, char *buf, size_t cap, size_t pending, size_t limit,
-               size_t eof_at, size_t *copied, enum ff_copy_side *side,
+               size_t eof_at, size_t *copied, unsigned *reads, enum ff_copy_side *side,
                const struct ff_eintr *intr);
 
 /* Empty out (truncate to 0, offset 0): a copy that starts over. 0 or the

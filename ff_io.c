@@ -277,6 +277,7 @@ int ff_atomic_unchanged(struct ff_atomic *a, const char *buf, size_t len, const 
     int trusted = 0, on_fuse = 0;
     struct stat st;
     size_t got, total = len + tail_len;
+    unsigned reads = 0, rereads = 0;
     int err, same;
 
     if (!a->have_old || (size_t)a->old.st_size != total)
@@ -296,16 +297,20 @@ int ff_atomic_unchanged(struct ff_atomic *a, const char *buf, size_t len, const 
     same = !err && S_ISREG(st.st_mode) && (size_t)st.st_size == total
            && !owner_trusted(a, &st, &trusted) && trusted
            && (a->step_mem = read_mem(total + 1, a->step_fd, &on_fuse)) != NULL
-           && !ff_read_full(a->step_fd, a->step_mem, total + 1, total, &got, a->intr) && got == total
+           && !ff_read_full(a->step_fd, a->step_mem, total + 1, total, &got, &reads, a->intr)
+           && got == total
            && memcmp(a->step_mem, buf, len) == 0
            && memcmp(a->step_mem + len, tail, tail_len) == 0;
     /* "the same" from a read of more than one FUSE request may be torn (on
      * pmxcfs another node's version can answer the later requests), and
      * leaving a file that is not data would be wrong: a second read must
-     * agree (a "changed" is never wrong: it writes) */
-    if (same && ff_more_than_one_request(a->step_mem, total + 1)
-        && (on_fuse || (total + 1 > FF_FUSE_REQUEST && ff_on_fuse(a->step_fd))))
-        same = !ff_pread_full(a->step_fd, a->step_mem, total + 1, 0, total, &got, a->intr)
+     * agree (a "changed" is never wrong: it writes). So must the bytes of
+     * more than one read (a short read, then another version's rest) */
+    if (same && (reads > 1 || ff_more_than_one_request(a->step_mem, total + 1))
+        && (on_fuse
+            || ((reads > 1 || total + 1 > FF_FUSE_REQUEST) && ff_on_fuse(a->step_fd))))
+        same = !ff_pread_full(a->step_fd, a->step_mem, total + 1, 0, total, &got, &rereads,
+                              a->intr)
                && got == total && memcmp(a->step_mem, buf, len) == 0
                && memcmp(a->step_mem + len, tail, tail_len) == 0;
     release_step(a);
@@ -1554,6 +1559,13 @@ static inline int reread_at(const struct ff_reread *r)
     return r->at ? *r->at : AT_FDCWD;
 }
 
+/* Whether r->path is looked up in the working directory as it is now (a
+ * relative name, no directory held): a handler's chdir would move it. */
+static inline int follows_cwd(const struct ff_reread *r)
+{
+    return r->path[0] != '/' && reread_at(r) == AT_FDCWD;
+}
+
 /* Whether a reader of r->path should start over after err (from its open
  * when opening, else from a read or fstat of the fd it had open): a
  * writer replaced the file meanwhile. Only ESTALE and ENOENT can mean that:
@@ -1566,29 +1578,55 @@ static inline int reread_at(const struct ff_reread *r)
  * (AT_STATX_DONT_SYNC): in the window the kernel still holds the old
  * file's entry, and a GETATTR of it would get the server's ENOENT too.
  * Bounded by FF_REREAD_TRIES (ff_io.h): the first retry at once, then
- * after pauses that double from FF_REREAD_PAUSE_NS. A pause runs pending
- * signal handlers on EINTR (they may die: the caller's fd is closed by
- * then). Nothing of this runs unless a call failed. */
+ * after pauses that double from FF_REREAD_PAUSE_NS. Pending signal
+ * handlers run before each retry and when a signal ends a pause early
+ * (they may die: the caller's fd is closed by then). Nothing of this runs unless a call
+ * failed. */
 static int reread(struct ff_reread *r, int err, int opening, const struct ff_eintr *intr)
 {
     struct timespec pause;
+    struct stat cwd;
     mode_t type;
     long ns;
     int serr;
 
-    if ((err != ENOENT && err != ESTALE) || r->tries >= FF_REREAD_TRIES)
+    if (err != ENOENT && err != ESTALE)
         return 0;
     if (err == ENOENT && opening) {
         FF_SYSCALL(serr, intr, ff_stat_type(reread_at(r), r->path, 0, &type));
-        if (serr)
+        if (serr) {
+            ff_poll_signals(intr);      /* (see below) */
             return 0;           /* no such name: the file is missing */
+        }
     }
+    /* a relative name is looked up again where it was first: a handler
+     * that chdirs (below) ends the retries, the error standing, as the
+     * reference's one open leaves it; never another directory's file */
+    if (follows_cwd(r) && !r->tries) {
+        if (stat(".", &cwd) < 0)
+            return 0;
+        r->cwd_dev = cwd.st_dev;
+        r->cwd_ino = cwd.st_ino;
+    }
+    /* a signal that came during a failed call (a FUSE request is not
+     * interrupted by it): its handler runs now, in the call (no fd is
+     * open; it may die), not after the croak, where a die of it would
+     * escape the caller's eval, nor after the pauses */
+    ff_poll_signals(intr);
+    if (r->tries >= FF_REREAD_TRIES)
+        return 0;
     if (r->tries) {
         ns = FF_REREAD_PAUSE_NS << (r->tries - 1);
         pause.tv_sec = ns / 1000000000L;
         pause.tv_nsec = ns % 1000000000L;
-        FF_SYSCALL(serr, intr, nanosleep(&pause, &pause));
+        /* a signal ends the pause, its handlers run (they may die): only
+         * a wait, not one to finish (EINTRs that keep coming, as strace
+         * injects them, made it wait forever for the time left) */
+        if (nanosleep(&pause, NULL) < 0 && errno == EINTR)
+            ff_poll_signals(intr);
     }
+    if (follows_cwd(r) && (stat(".", &cwd) < 0 || cwd.st_dev != r->cwd_dev || cwd.st_ino != r->cwd_ino))
+        return 0;
     r->tries++;
     return 1;
 }
@@ -1638,7 +1676,7 @@ int ff_read_some(int fd, char *buf, size_t len, size_t *got, const struct ff_ein
     return err;
 }
 
-int ff_read_full(int fd, char *buf, size_t len, size_t eof_at, size_t *got,
+int ff_read_full(int fd, char *buf, size_t len, size_t eof_at, size_t *got, unsigned *reads,
                  const struct ff_eintr *intr)
 {
     size_t total = 0;
@@ -1656,6 +1694,7 @@ int ff_read_full(int fd, char *buf, size_t len, size_t eof_at, size_t *got,
                 ff_poll_signals(intr);
             total += (size_t)n;
             spins = 0;
+            ++*reads;
             if (total == eof_at)
                 break;      /* short (eof_at < len): the end fstat gave */
         } else if (n == 0) {
@@ -1671,7 +1710,7 @@ int ff_read_full(int fd, char *buf, size_t len, size_t eof_at, size_t *got,
 }
 
 int ff_pread_full(int fd, char *buf, size_t len, off_t off, size_t eof_at, size_t *got,
-                  const struct ff_eintr *intr)
+                  unsigned *reads, const struct ff_eintr *intr)
 {
     int err = 0;
 
@@ -1683,6 +1722,7 @@ int ff_pread_full(int fd, char *buf, size_t len, off_t off, size_t eof_at, size_
         if (err || n == 0)
             break;
         *got += (size_t)n;
+        ++*reads;
         if (*got == eof_at)
             break;
         if (*got < len)
@@ -1702,6 +1742,7 @@ int ff_file_matches(int fd, off_t start, const char *buf, size_t len, int to_end
         return ENOMEM;
     for (;;) {
         size_t left = len - done, want = left + (to_end ? 1 : 0), got;
+        unsigned reads = 0;     /* (each piece is compared, however read) */
 
         if (want > FF_MATCH_PIECE)
             want = FF_MATCH_PIECE;
@@ -1709,7 +1750,7 @@ int ff_file_matches(int fd, off_t start, const char *buf, size_t len, int to_end
             *same = 1;  /* the prefix, all compared */
             break;
         }
-        err = ff_pread_full(fd, piece, want, start + (off_t)done, left, &got, intr);
+        err = ff_pread_full(fd, piece, want, start + (off_t)done, left, &got, &reads, intr);
         *same = !err && got <= left && memcmp(piece, buf + done, got) == 0
                 && (got == want || got == left);
         if (!*same || got < want || (!to_end && got == left))
@@ -1723,6 +1764,13 @@ int ff_file_matches(int fd, off_t start, const char *buf, size_t len, int to_end
 int ff_fd_on_fuse(int fd)
 {
     return ff_on_fuse(fd);
+}
+
+int ff_fd_rereadable(int fd)
+{
+    struct stat st;
+
+    return fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
 }
 
 void ff_close_read(int fd)

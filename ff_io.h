@@ -437,10 +437,12 @@ void ff_wbuf_free(struct ff_wbuf *b);
  * FF_REREAD_TRIES tries a call (see reread in ff_io.c), and cost nothing
  * until a call fails. A reader that starts over reads the new file from
  * its start: it never mixes two versions. Set up per call:
- *   struct ff_reread r = { path, 0, NULL }; */
+ *   struct ff_reread r = { path, 0, 0, 0, NULL }; */
 struct ff_reread {
     const char *path;
     unsigned tries;         /* retries made so far */
+    dev_t cwd_dev;          /* a relative path's directory at the first retry */
+    ino_t cwd_ino;
     const int *at;          /* NULL (AT_FDCWD), or where path is looked up,
                              * read at each try: the working directory that
                              * a handler's first run made the caller hold */
@@ -475,18 +477,23 @@ int ff_size_hint(int fd, size_t *size, const struct ff_eintr *intr);
 int ff_read_some(int fd, char *buf, size_t len, size_t *got, const struct ff_eintr *intr);
 
 /* read(2) until len bytes are in or end of file; *got < len means EOF.
+ * *reads counts the reads that returned bytes: on FUSE bytes of more than
+ * one read may come from two versions of a file (a short read, then a
+ * read after it answered from the version that replaced it), so a caller
+ * checks what more than one read brought as it checks a read of more
+ * than one FUSE request (ff_file_matches).
  * eof_at: the size fstat gave a regular file (0: none), counted from buf: a
  * short read that brings the total to exactly that is its end, with no
  * read of 0 after it (on FUSE that read is one more request, which a file
  * replaced meanwhile answers from its new version). A file that shrank or
  * grew past it, and pipes, /proc and sysfs (no size, or one they do not
  * hold), are read on to a read of 0. */
-int ff_read_full(int fd, char *buf, size_t len, size_t eof_at, size_t *got,
+int ff_read_full(int fd, char *buf, size_t len, size_t eof_at, size_t *got, unsigned *reads,
                  const struct ff_eintr *intr);
 
 /* The same with pread(2) from offset off, the fd's offset untouched. */
 int ff_pread_full(int fd, char *buf, size_t len, off_t off, size_t eof_at, size_t *got,
-                  const struct ff_eintr *intr);
+                  unsigned *reads, const struct ff_eintr *intr);
 
 /* A FUSE READ request carries at most this many bytes (32 pages: the
  * kernel's default, libfuse 2's and pmxcfs'): a read of up to this from a
@@ -524,6 +531,11 @@ int ff_file_matches(int fd, off_t start, const char *buf, size_t len, int to_end
  * promised per READ request: pmxcfs applies another node's change between
  * two requests of one read(2). */
 int ff_fd_on_fuse(int fd);
+
+/* 1 when fd is a regular file, which a second read can check: a FIFO,
+ * socket or device (one on FUSE too) has one version, what was read; a
+ * second read of it (pread: ESPIPE) is no check. */
+int ff_fd_rereadable(int fd);
 
 /* close(2) an fd that was only read; its result cannot mean lost data. */
 void ff_close_read(int fd);

@@ -34,7 +34,9 @@ static off_t file_end(int fd)
     return lseek(fd, 0, SEEK_END);
 }
 
-int ff_read_last_line(int fd, struct ff_tail *t, const struct ff_eintr *intr)
+/* ff_read_last_line's one try: *split when a block took more than one
+ * pread that returned bytes */
+static int last_line(int fd, struct ff_tail *t, int *split, const struct ff_eintr *intr)
 {
     off_t end, off, buf_end;
     size_t want, scan_end;
@@ -56,6 +58,7 @@ again:
     joined = 0;                 /* buf holds bytes of more than one read */
     while (off > 0) {
         size_t have = t->len, got;
+        unsigned reads = 0;
         off_t from = off > (off_t)want ? off - (off_t)want : 0;
         size_t n = (size_t)(off - from);
         const char *nl;
@@ -64,9 +67,11 @@ again:
         if (!t->buf)
             return ENOMEM;
         memmove(t->buf + n, t->buf, have);      /* the new bytes go before */
-        err = ff_pread_full(fd, t->buf, n, from, 0, &got, intr);
+        err = ff_pread_full(fd, t->buf, n, from, 0, &got, &reads, intr);
         if (err)
             return err;
+        if (reads > 1)
+            *split = 1;
         if (got < n) {
             /* the file ends before the size the seek said (sysfs says 4096
              * whatever it holds; a file cut meanwhile): what was read is its
@@ -133,4 +138,23 @@ again:
         }
     }
     return 0;
+}
+
+int ff_read_last_line(int fd, struct ff_tail *t, const struct ff_eintr *intr)
+{
+    int tries, split, err;
+
+    for (tries = 1;; tries++) {
+        split = 0;
+        err = last_line(fd, t, &split, intr);
+        /* a block that took more than one pread on FUSE (pmxcfs): a short
+         * one, and the rest from the version that replaced the file
+         * meanwhile: read it again, FF_TORN_TRIES times at most */
+        if (err || !split || !ff_fd_on_fuse(fd) || !ff_fd_rereadable(fd))
+            return err;
+        if (tries == FF_TORN_TRIES) {
+            t->step = FF_TAIL_READ;
+            return EAGAIN;
+        }
+    }
 }

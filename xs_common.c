@@ -326,6 +326,10 @@ SV *ffxs_read_buffer(pTHX_ size_t cap, int fd, int *on_fuse)
         Newx(pv, len, char);
         /* room <= skip < room + FF_PAGE, pv + skip on a page */
         skip = room + (FF_PAGE - ((size_t)(pv + room) & (FF_PAGE - 1))) % FF_PAGE;
+        /* the bytes before the start stay in the string's buffer (perl
+         * shows them: Devel::Peek, a core dump): none of another string's
+         * that glibc's block held before */
+        Zero(pv, skip, char);
         SvPV_set(sv, pv);
         SvLEN_set(sv, len);
         SvCUR_set(sv, skip);
@@ -336,14 +340,18 @@ SV *ffxs_read_buffer(pTHX_ size_t cap, int fd, int *on_fuse)
     return sv;
 }
 
-/* read_on's loop, reading with read(2) at fd's offset (at < 0) or pread(2)
- * from at; *several: it took more than one read, or one of more than one
- * FUSE request */
-static SV *S_read_on(pTHX_ SV *content, int fd, off_t at, size_t size, size_t max,
-                     size_t read_limit, SV *name, const struct ff_eintr *intr, bool *several)
+/* read_on's loop, reading with read(2) at *fd's offset (at < 0) or pread(2)
+ * from at; *several: more than one read returned bytes, or one read may
+ * have been more than one FUSE request. rr (NULL: none): *fd is rr->path's,
+ * opened by the caller at offset 0, and a read that a concurrent replace
+ * failed starts over with the new file (ff_read_again). */
+static SV *S_read_on(pTHX_ SV *content, int *fd, off_t at, size_t size, size_t max,
+                     size_t read_limit, SV *name, struct ff_reread *rr,
+                     const struct ff_eintr *intr, bool *several)
 {
     /* one read of the whole file plus a byte that would show it grew */
     size_t total = SvCUR(content), cap = size ? size + 1 : FF_GROW_START, got;
+    unsigned reads = 0;
 
     if (cap < total + 1)
         cap = total + 1;
@@ -355,10 +363,27 @@ static SV *S_read_on(pTHX_ SV *content, int fd, off_t at, size_t size, size_t ma
     for (;;) {
         size_t eof_at = size > total ? size - total : 0;
         int err = at < 0
-                  ? ff_read_full(fd, SvPVX(content) + total, cap - total, eof_at, &got, intr)
-                  : ff_pread_full(fd, SvPVX(content) + total, cap - total, at + (off_t)total,
-                                  eof_at, &got, intr);
+                  ? ff_read_full(*fd, SvPVX(content) + total, cap - total, eof_at, &got, &reads,
+                                 intr)
+                  : ff_pread_full(*fd, SvPVX(content) + total, cap - total, at + (off_t)total,
+                                  eof_at, &got, &reads, intr);
 
+        if (err && rr && ff_read_again(rr, fd, err, intr)) {
+            /* a writer replaced the file: the new one, from its start */
+            do
+                err = ff_size_hint(*fd, &size, intr);
+            while (err && ff_read_again(rr, fd, err, intr));
+            if (!err) {
+                total = 0;
+                reads = 0;
+                cap = size ? size + 1 : FF_GROW_START;
+                if (cap > read_limit)
+                    cap = read_limit;
+                SvGROW(content, cap + 1);
+                *several = ff_more_than_one_request(SvPVX(content), cap);
+                continue;
+            }
+        }
         if (err)
             croak_errno(err, "unable to read %" SVf " - ", SVfARG(S_subject(aTHX_ name)));
         total += got;
@@ -368,8 +393,10 @@ static SV *S_read_on(pTHX_ SV *content, int fd, off_t at, size_t size, size_t ma
             break;                              /* end of file */
         cap = cap > read_limit / 2 ? read_limit : cap * 2;
         SvGROW(content, cap + 1);
-        *several = TRUE;
+        *several = TRUE;    /* (its end a read of 0 found, which another version may answer) */
     }
+    if (reads > 1)
+        *several = TRUE;    /* (a short read, and the rest from another version) */
     SvCUR_set(content, total);
     *SvEND(content) = '\0';
     SvPOK_only(content);
@@ -378,9 +405,9 @@ static SV *S_read_on(pTHX_ SV *content, int fd, off_t at, size_t size, size_t ma
     return content;
 }
 
-/* read_to_end and read_handle: start as untorn takes it */
-static SV *S_read_all(pTHX_ int fd, off_t start, size_t size, size_t max, size_t read_limit,
-                      SV *name, const struct ff_eintr *intr)
+/* read_to_end and read_handle: start and rr as untorn takes them */
+static SV *S_read_all(pTHX_ int *fd, off_t start, size_t size, size_t max, size_t read_limit,
+                      SV *name, struct ff_reread *rr, const struct ff_eintr *intr)
 {
     /* the buffer read_on asks for, at once (read_limit > max >= 0) */
     size_t cap = size ? size + 1 : FF_GROW_START;
@@ -390,35 +417,36 @@ static SV *S_read_all(pTHX_ int fd, off_t start, size_t size, size_t max, size_t
 
     if (cap > read_limit)
         cap = read_limit;
-    content = S_read_on(aTHX_ sv_2mortal(read_buffer(cap, fd, &on_fuse)), fd, -1, size, max,
-                        read_limit, name, intr, &several);
-    return several ? untorn(content, fd, on_fuse, start, max, read_limit, name, intr) : content;
+    content = S_read_on(aTHX_ sv_2mortal(read_buffer(cap, *fd, &on_fuse)), fd, -1, size, max,
+                        read_limit, name, rr, intr, &several);
+    return several ? untorn(content, fd, on_fuse, start, max, read_limit, name, rr, intr)
+                   : content;
 }
 
-SV *ffxs_read_to_end(pTHX_ int fd, size_t size, size_t max, size_t read_limit, SV *name,
-                     const struct ff_eintr *intr)
+SV *ffxs_read_to_end(pTHX_ int *fd, size_t size, size_t max, size_t read_limit, SV *name,
+                     struct ff_reread *rr, const struct ff_eintr *intr)
 {
-    return S_read_all(aTHX_ fd, 0, size, max, read_limit, name, intr);
+    return S_read_all(aTHX_ fd, 0, size, max, read_limit, name, rr, intr);
 }
 
 SV *ffxs_read_handle(pTHX_ int fd, size_t size, size_t max, size_t read_limit, SV *name,
                      const struct ff_eintr *intr)
 {
-    return S_read_all(aTHX_ fd, -1, size, max, read_limit, name, intr);
+    return S_read_all(aTHX_ &fd, -1, size, max, read_limit, name, NULL, intr);
 }
 
-SV *ffxs_untorn(pTHX_ SV *content, int fd, int on_fuse, off_t start, size_t max,
-                size_t read_limit, SV *name, const struct ff_eintr *intr)
+SV *ffxs_untorn(pTHX_ SV *content, int *fd, int on_fuse, off_t start, size_t max,
+                size_t read_limit, SV *name, struct ff_reread *rr, const struct ff_eintr *intr)
 {
     bool handle = start < 0;
     int tries;
 
     if (on_fuse < 0)
-        on_fuse = ff_fd_on_fuse(fd);
-    if (!on_fuse)
+        on_fuse = ff_fd_on_fuse(*fd);
+    if (!on_fuse || !ff_fd_rereadable(*fd))
         return content;
     if (handle) {
-        off_t end = lseek(fd, 0, SEEK_CUR);     /* (never EINTR) */
+        off_t end = lseek(*fd, 0, SEEK_CUR);     /* (never EINTR) */
 
         if (end < 0)
             croak_errno(errno, "unable to read %" SVf " - ", SVfARG(S_subject(aTHX_ name)));
@@ -428,8 +456,10 @@ SV *ffxs_untorn(pTHX_ SV *content, int fd, int on_fuse, off_t start, size_t max,
     for (tries = 2;; tries += 2) {
         size_t len = SvCUR(content);
         bool several;
-        int same, err = ff_file_matches(fd, start, SvPVX(content), len, 1, &same, intr);
+        int same, err = ff_file_matches(*fd, start, SvPVX(content), len, 1, &same, intr);
 
+        if (err && rr && ff_read_again(rr, fd, err, intr))
+            same = err = 0;     /* replaced meanwhile: the new file, read below */
         if (err)
             croak_errno(err, "unable to read %" SVf " - ", SVfARG(S_subject(aTHX_ name)));
         if (same)
@@ -441,10 +471,10 @@ SV *ffxs_untorn(pTHX_ SV *content, int fd, int on_fuse, off_t start, size_t max,
          * first read), then check that one */
         content = S_read_on(aTHX_ sv_2mortal(read_buffer(len + 1 < read_limit ? len + 1
                                                                                 : read_limit,
-                                                           fd, &on_fuse)),
-                            fd, start, len, max, read_limit, name, intr, &several);
+                                                           *fd, &on_fuse)),
+                            fd, start, len, max, read_limit, name, rr, intr, &several);
     }
-    if (handle && tries > 2 && lseek(fd, start + (off_t)SvCUR(content), SEEK_SET) < 0)
+    if (handle && tries > 2 && lseek(*fd, start + (off_t)SvCUR(content), SEEK_SET) < 0)
         croak_errno(errno, "unable to read %" SVf " - ", SVfARG(S_subject(aTHX_ name)));
     return content;
 }

@@ -236,21 +236,25 @@ SV *ffxs_read_buffer(pTHX_ size_t cap, int fd, int *on_fuse);
  * only when a second read from start gives the same bytes; when not, read
  * again until two reads in a row agree, FF_TORN_TRIES reads in all, then
  * croak "unable to read <subject> - changed while read, N times: " $!
- * EAGAIN. Elsewhere (fstatfs says) content as it is. */
-SV *ffxs_untorn(pTHX_ SV *content, int fd, int on_fuse, off_t start, size_t max,
-                size_t read_limit, SV *name, const struct ff_eintr *intr);
-#define untorn(content, fd, on_fuse, start, max, read_limit, name, intr) \
-    ffxs_untorn(aTHX_ content, fd, on_fuse, start, max, read_limit, name, intr)
+ * EAGAIN. Elsewhere (fstatfs says) content as it is. rr (NULL: none):
+ * *fd is rr->path's, read from 0, and a read that a concurrent replace
+ * failed (ENOENT, ESTALE) goes on with the new file (ff_read_again), *fd
+ * then the new fd. */
+SV *ffxs_untorn(pTHX_ SV *content, int *fd, int on_fuse, off_t start, size_t max,
+                size_t read_limit, SV *name, struct ff_reread *rr, const struct ff_eintr *intr);
+#define untorn(content, fd, on_fuse, start, max, read_limit, name, rr, intr) \
+    ffxs_untorn(aTHX_ content, fd, on_fuse, start, max, read_limit, name, rr, intr)
 
 /* The rest of fd as a new mortal byte string (tainted under -T): one read
  * of size + 1 bytes (size: fstat's hint, 0 when unknown), growing for a
  * file longer than that, never reading past read_limit bytes (> max).
  * Croaks "unable to read file '<name>' - $!" ("unable to read input - ")
- * on a read error, croak_too_long once more than max bytes are read. */
-SV *ffxs_read_to_end(pTHX_ int fd, size_t size, size_t max, size_t read_limit, SV *name,
-                     const struct ff_eintr *intr);
-#define read_to_end(fd, size, max, read_limit, name, intr) \
-    ffxs_read_to_end(aTHX_ fd, size, max, read_limit, name, intr)
+ * on a read error, croak_too_long once more than max bytes are read.
+ * *fd and rr as untorn's (a file its caller opened by name, at offset 0). */
+SV *ffxs_read_to_end(pTHX_ int *fd, size_t size, size_t max, size_t read_limit, SV *name,
+                     struct ff_reread *rr, const struct ff_eintr *intr);
+#define read_to_end(fd, size, max, read_limit, name, rr, intr) \
+    ffxs_read_to_end(aTHX_ fd, size, max, read_limit, name, rr, intr)
 /* The same from the caller's handle (safe_read_from), at its offset: its
  * offset is left at the end of what is returned. */
 SV *ffxs_read_handle(pTHX_ int fd, size_t size, size_t max, size_t read_limit, SV *name,

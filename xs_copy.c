@@ -133,7 +133,8 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
     struct ff_eintr intr = { S_copy_on_eintr, &copy, FFXS_PENDING };
     size_t max, limit, size, total = 0, cap = 0, pending = 0;
     char *buf = NULL;
-    struct ff_reread reread = { NULL, 0, NULL };
+    struct ff_reread reread = { NULL, 0, 0, 0, NULL };
+    unsigned reads = 0;                      /* of the source that brought bytes */
     int in = -1, err;
     struct ffxs_path dst_name;               /* dst_path, as start_write takes it */
     char suffix[FF_PID_SUFFIX_MAX];          /* ".tmp.<pid>" */
@@ -218,7 +219,7 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
          * a page-aligned buffer and checked against a second read (a FUSE
          * source that may be more than one request: read_to_end) before
          * anything is written */
-        SV *content = read_to_end(in, size, max, limit, src_path, &intr);
+        SV *content = read_to_end(&in, size, max, limit, src_path, &reread, &intr);
         const char *bytes;
         STRLEN len;
 
@@ -254,6 +255,7 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
             if (got > max)
                 croak_too_long(src_path);
             pending = got;
+            reads = got > 0;
         }
         if (ors_sv)
             ors = payload(ors_sv, FALSE, &ors_len, op);
@@ -270,12 +272,13 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
         a->step = FF_STEP_WRITE;
         /* the kernel moves the bytes where it can (never when the first
          * block is in buf already), read and write do the rest */
-        if (pending || !size || !ff_copy_range(in, a->fd, limit, size, &total, &intr)) {
+        if (pending || !size || !ff_copy_range(in, a->fd, limit, size, &total, &reads, &intr)) {
             enum ff_copy_side side = FF_COPY_READ;
 
             if (!buf)
                 buf = S_copy_block(aTHX_ size, limit, &cap);
-            while ((err = ff_copy_rw(in, a->fd, buf, cap, pending, limit, size, &total, &side, &intr))
+            while ((err = ff_copy_rw(in, a->fd, buf, cap, pending, limit, size, &total, &reads,
+                                     &side, &intr))
                    && side == FF_COPY_READ && ff_read_again(&reread, &in, err, &intr)) {
                 /* a writer replaced the source: the new one from its start,
                  * into the temp emptied */
@@ -283,9 +286,27 @@ int ffxs_file_copy(pTHX_ SV *src, SV *dst, SV *max_sv, SV *perm)
                 if ((err = ff_copy_restart(a->fd, &intr)))
                     break;
                 total = pending = 0;
+                reads = 0;
             }
             if (err)
                 S_croak_copy(aTHX_ a, err, side, src_path, dst_path);
+        }
+        /* more than one read on FUSE (pmxcfs): a short one, and the rest
+         * from the version that replaced the source meanwhile, may be in
+         * the temp. Copy it again, read whole and checked (read_to_end) */
+        if (reads > 1 && total <= max && ff_fd_on_fuse(in) && ff_fd_rereadable(in)) {
+            SV *content;
+
+            err = ff_copy_restart(a->fd, &intr);
+            if (err)
+                S_croak_copy(aTHX_ a, err, FF_COPY_WRITE, src_path, dst_path);
+            if (lseek(in, 0, SEEK_SET) < 0)
+                S_croak_copy(aTHX_ a, errno, FF_COPY_READ, src_path, dst_path);
+            content = read_to_end(&in, total, max, limit, src_path, &reread, &intr);
+            total = SvCUR(content);
+            err = ff_write_all(a->fd, SvPVX(content), total, &intr);
+            if (err)
+                S_croak_copy(aTHX_ a, err, FF_COPY_WRITE, src_path, dst_path);
         }
         if (total > max)    /* it grew while it was copied */
             S_croak_copy(aTHX_ a, 0, FF_COPY_READ, src_path, dst_path);

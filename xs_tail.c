@@ -37,7 +37,7 @@ SV *ffxs_file_read_last_line(pTHX_ SV *filename)
     struct ff_guard guard = { NULL, 0, FALSE, TRUE, FF_GUARD_PERL, NULL };
     struct ff_eintr intr = { ffxs_on_eintr, &guard, FFXS_PENDING };
     struct ff_tail tail;
-    struct ff_reread reread = { NULL, 0, NULL };
+    struct ff_reread reread = { NULL, 0, 0, 0, NULL };
     int fd = -1, err;
 
     ENTER;   /* closes fd when this function returns or croaks */

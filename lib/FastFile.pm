@@ -458,7 +458,8 @@ when the size changed (its extra C<read> of 0 was a second request); pve-common'
 readers 4.5% at 20 KiB to 86% at 1 MiB. Now a file of up to 128 KiB less one
 byte is one request (the buffer starts on a page, no C<read> of 0), so it is
 always one version, with no extra cost. A read that may take more
-requests (a file of 128 KiB or more, or one that grew while read) is read a
+requests (a file of 128 KiB or more, one that grew while read, or one that
+came back short of C<fstat>'s size and was read on) is read a
 second time on FUSE (C<fstatfs> tells), in 124 KiB pieces compared with the
 first, and returned only when both reads agree byte for byte; when they do
 not it is read whole again and checked again, 8 reads at most, then
@@ -473,7 +474,8 @@ what holds for C<file_get_contents> holds for C<safe_read_from> of a
 regular file, C<file_copy>'s source and the comparison of C<if_changed>
 (which writes unless two reads agree that the file holds the data already).
 C<file_read_firstline> reads one 8 KiB block (one request) for a first line
-shorter than that, and checks a longer one the same way; C<file_read_last_line>
+shorter than that, and checks a longer one (or a record of another C<$/>)
+the same way; C<file_read_last_line>
 reads one 64 KiB block: one request, one version, for a last line shorter than
 that (a longer one is not checked). The check compares two reads: a file that
 changes back to an earlier version while it is read twice (A, B, A, B at
@@ -638,10 +640,14 @@ dropped): the first retry at once, then after pauses that double from
 0.1 ms, 10 retries at most (51 ms of pauses), after which the error stands. A file that does not exist
 still fails at once, with the reference's text and C<$!>: after the failed
 C<open>, one C<statx> from the kernel's cache tells a missing name from a
-replaced file. A read that succeeds makes no syscall more. C<safe_read_from>
+replaced file. A relative name is retried only in the directory it was
+first looked up in: a signal handler that changes the working directory
+meanwhile ends the retries, and the error stands. A read that succeeds
+makes no syscall more. C<safe_read_from>
 reads a handle its caller opened, which it cannot open again: its reads are
-not retried; neither is C<file_copy>'s read of its source with C<if_changed>
-or C<utf8> (its open is). Measured on t/fusefs' pmxcfs mode in F<bench/results.md>
+not retried. C<file_copy> retries its source's reads also where it reads
+the source into a string (C<if_changed>, C<utf8>, a FUSE source of 124 KiB
+or more). Measured on t/fusefs' pmxcfs mode in F<bench/results.md>
 (failed reads per 10,000 against a replacing writer).
 
 =head2 tempfile
@@ -1049,6 +1055,9 @@ C<$max> if the file may be that big.
 On FUSE (pmxcfs), a file of 128 KiB or more changed during each of 8 reads
 in a row, so no read could be shown to hold one version of it (see
 L</file_get_contents>). C<$!> is C<EAGAIN>. Try again later.
+C<file_read_last_line>, whose last block came back short and was read on
+(another version may have answered the rest) in each of 8 reads, dies
+C<sysread failed - Resource temporarily unavailable>.
 
 =item C<unable to read file 'NAME' - $!>, C<unable to read input - $!>
 

@@ -148,6 +148,27 @@ for my $kib (20, 200, 1024) {
         or diag(join "\n", @bad);
 }
 
+# file_read_firstline with another $/ (slurp mode, a separator of its
+# own): the record of more than one read is checked the same way
+for my $rs (undef, "END\n") {
+    my ($old, $new) = map { my $v = version_of(200 * $KIB, $_); substr($v, 150 * $KIB, 0, "END\n"); $v } 1, 2;
+    file_set_contents("$mnt/$_->[0]", $_->[1]) for [ old => $old ], [ next => $new ], [ f => $old ];
+    my %whole = map { my $b = $_; my $r = do { local $/ = $rs; spew("$local/f", $b); file_read_firstline("$local/f") };
+                      $r => 1 } $old, $new;
+    my @bad;
+    for (my $n = 1; $n <= 8; $n++) {
+        $fs->swap('/f', 0, '/old');
+        $fs->swap('/f', $n, '/next');
+        my $got = do { local $/ = $rs; eval { file_read_firstline("$mnt/f") } // "died: $@" };
+        my $c = $fs->counters;
+        $fs->unswap;
+        push @bad, "after request $n: " . length($got) . " bytes" unless $whole{$got};
+        last if $c->{swap_pending};
+    }
+    ok(!@bad, 'file_read_firstline, $/ ' . (defined $rs ? '"END\\n"' : 'undef')
+       . ': one version\'s record at every request boundary') or diag(join "\n", @bad);
+}
+
 # if_changed's comparison of the target: a torn read that happens to equal
 # the data must not leave the file as it is when it holds something else.
 # The new version differs from the old in its first line and its last: a
@@ -221,6 +242,100 @@ for my $kib (200, 1024) {
     like($err, qr/\Aunable to read file '\Q$mnt\E\/f' - changed while read, 8 reads: /,
          'file_read_firstline, changing during every read: an error that says so');
     is($errno, POSIX::EAGAIN(), 'file_read_firstline, changing during every read: $! EAGAIN');
+}
+
+# A 124-128 KiB read on FUSE returns a string that starts on a page
+# inside its buffer (OOK): the bytes before its start, which perl keeps
+# and shows (Devel::Peek, a core dump), are none of a freed string's
+{
+    require Devel::Peek;
+    file_set_contents("$mnt/f", version_of(126 * $KIB, 1));
+    my $dump = '';
+    for (1 .. 3) {
+        for (1 .. 3) { my $s = 'SECRET' x 22_500; undef $s; }
+        open my $saved, '>&', \*STDERR or die "dup STDERR: $!\n";
+        open STDERR, '>', "$local/dump" or die "$local/dump: $!\n";
+        Devel::Peek::Dump(file_get_contents("$mnt/f"));
+        open STDERR, '>&', $saved or die "restore STDERR: $!\n";
+        $dump .= slurp("$local/dump");
+    }
+    like($dump, qr/OFFSET = \d+/, '126 KiB on FUSE: an OOK string (start moved to a page)');
+    ok($dump !~ /SECRET/, '126 KiB on FUSE: no bytes of a freed string before its start');
+}
+
+# A FIFO on FUSE is read once, as anywhere: what came in more than one
+# read has one version (no second read to check it with: pread is ESPIPE)
+{
+    my $fifo = "$mnt/fifo";
+    POSIX::mkfifo($fifo, 0600) or die "mkfifo $fifo: $!\n";
+    for my $name (qw(file_get_contents file_read_firstline file_copy)) {
+        my $pid = fork // die "fork: $!\n";
+        if (!$pid) {
+            open my $w, '>', $fifo or POSIX::_exit(1);
+            syswrite $w, 'a' x 100;
+            select undef, undef, undef, 0.05;       # two reads for the reader
+            syswrite $w, ('b' x 100) . "\n";
+            POSIX::_exit(0);
+        }
+        my $got = run_reader($name, $fifo);
+        waitpid $pid, 0;
+        is($got, local_result($name, ('a' x 100) . ('b' x 100) . "\n"),
+           "$name of a FIFO on FUSE written in two pieces: what was written");
+    }
+    unlink $fifo;
+}
+
+# A version shorter than the size fstat gave (the kernel's cached
+# attributes, as pmxcfs' 1 s cache keeps them), then another after the
+# first READ request: the read comes back short of that size, and a read
+# after it (not the end fstat gave) is answered by the next version. Every
+# reader: one version whole, never the short one's start with the next
+# one's rest. if_changed: the mix equal to the data must not pass for
+# "unchanged".
+{
+    my $cfs = FastFS->mount(direct_io => 1, cache => 1);
+    my $cmnt = $cfs->dir;
+    # one line each: the last line of a mix is no version's last line.
+    # Also a version longer than fstat's size, then a shorter one: the
+    # read of fstat's size and a byte is full, and the read after it, which
+    # finds the end, is the shorter one's (a prefix of the longer one)
+    my $line = sub { ($_[0] x ($_[1] - 1)) . "\n" };
+    # (file_read_last_line takes the end lseek gives, the kernel's cached
+    # size, as the reference's sysseek does: of a longer version it reads
+    # the bytes before that end)
+    my $old;
+    for my $case ([ 'shorter than' => 1000, $line->(b => 500), $line->(c => 800) ],
+                  [ 'longer than' => 100_000, $line->(d => 120_000), $line->(e => 50_000) ]) {
+        my ($what, $size, $first, $next) = @$case;
+        $old = $line->(a => $size);
+        file_set_contents("$cmnt/$_->[0]", $_->[1]) for [ first => $first ], [ next => $next ];
+        for my $name (@READERS) {
+            next if $what eq 'longer than' && $name eq 'file_read_last_line';
+            my %whole = map { local_result($name, $_) => 1 } $old, $first, $next;
+            file_set_contents("$cmnt/f", $old);
+            -s "$cmnt/f";                           # cached: $size for the reader's fstat
+            $cfs->swap('/f', 0, '/first');
+            $cfs->swap('/f', 1, '/next');
+            my $got = run_reader($name, "$cmnt/f");
+            $cfs->unswap;
+            ok($whole{$got}, "$name: $what fstat's $size bytes, then another version:"
+               . ' one version whole') or diag(length($got) . " bytes: $got");
+        }
+    }
+    my $short = $line->(b => 500);
+    file_set_contents("$cmnt/short", $short);
+    my $next_same_size = version_of(1000, 3);
+    my $mix = substr($short, 0, 500) . substr($next_same_size, 500);
+    file_set_contents("$cmnt/next", $next_same_size);
+    file_set_contents("$cmnt/f", $old);
+    -s "$cmnt/f";
+    $cfs->swap('/f', 0, '/short');
+    $cfs->swap('/f', 1, '/next');
+    my $wrote = file_set_contents("$cmnt/f", $mix, { if_changed => 1 });
+    $cfs->unswap;
+    ok(slurp("$cmnt/f") eq $mix, "if_changed, a short version then another: the file holds the data"
+       . " (wrote: $wrote)");
+    ok($cfs->unmount, 'unmounted the mount with cached attributes');
 }
 
 ok($fs->unmount, 'unmounted');

@@ -127,6 +127,93 @@ SKIP: {
             }
         }
     }
+    # A source of 124 KiB or more on FUSE, and any with if_changed or utf8,
+    # is read whole into a string (read_to_end): a READ that a replace
+    # failed is retried there too, as the other readers retry it
+    {
+        my $big = ("0123456789abcde\n" x (200 * 64));
+        file_set_contents($f, $big);
+        for my $rule ('failn 1 read 2 /f', 'failn 1 read 116 /f') {
+            for my $opts (undef, { if_changed => 1 }, { utf8 => 1 }) {
+                for my $src ([ '200 KiB' => $big ], [ '12 bytes' => "hello\nworld\n" ]) {
+                    next if !$opts && $src->[0] ne '200 KiB';   # (a small one streams: above)
+                    file_set_contents($f, $src->[1]);
+                    unlink "$local/copy";
+                    $fs->clear;
+                    $fs->control($rule);
+                    my $ok = eval { file_copy($f, "$local/copy", 1 << 20, $opts); 1 };
+                    my $err = $@;
+                    $fs->clear;
+                    my $what = "$src->[0], $rule, file_copy" . ($opts ? ' ' . join(',', keys %$opts) : '');
+                    ok($ok && FFTest::slurp("$local/copy") eq $src->[1], "$what: retried, copied")
+                        or diag($err);
+                }
+            }
+        }
+        file_set_contents($f, "hello\nworld\n");
+    }
+
+    # A signal that comes during a retried request (a FUSE request is not
+    # interrupted: the handler waits): its handler runs in the call, and a
+    # die of it is the caller's eval's, as where the reference's sysread
+    # returns. Left pending until the retries gave up, it ran after the
+    # croak, and its die escaped the eval around the reader.
+    SKIP: {
+        my $why = strace_why();
+        skip "strace: $why", scalar @READERS if $why;
+        $fs->clear;
+        $fs->control('fail open 2 /f');
+        for my $name (@READERS) {
+            my $call = $name eq 'file_copy' ? "file_copy(\$T, '$local/copy')" : "$name(\$T)";
+            my $r = strace_call("local \$SIG{ALRM} = sub { die qq(alarm\\n) };"
+                                . " my \$in = eval { $call; 'returned' }; \$in // \$@",
+                                attach => 1, target => $f, paths => [$f], trace => ['statx'],
+                                inject => ['statx:signal=ALRM:when=1']);
+            is($r->{ok} && $r->{ret}, "alarm\n",
+               "a signal during a retried OPEN: its handler's die is the eval's around $name")
+                or diag($r->{err}, $r->{stderr});
+        }
+        $fs->clear;
+
+        # An EINTR with a signal on every pause (strace injects them): a
+        # signal ends a pause, its handler runs, the retries go on and end
+        # (the pause waited for the time left: forever)
+        $fs->control('fail open 2 /f');
+        my $r = eval {
+            strace_call("my \$n = 0; local \$SIG{USR1} = sub { \$n++ };"
+                        . " eval { file_get_contents(\$T) }; \$@ =~ /No such file/ ? \$n : \$@",
+                        target => $f, trace => ['nanosleep', 'clock_nanosleep'], timeout => 10,
+                        inject => ['nanosleep,clock_nanosleep:error=EINTR:signal=USR1'])
+        };
+        is($r && $r->{ok} && $r->{ret}, 9,
+           'EINTR and a signal on every pause: its handler ran once a pause, the retries ended')
+            or diag($@, $r && ($r->{err}, $r->{stderr}));
+        $fs->clear;
+
+        # A relative name, and a handler that chdirs while the OPEN is
+        # retried (two OPENs fail: it runs before the second retry): the
+        # retries end (the reference's one open fails so),
+        # never a file of the same name in the other directory
+        my $other = File::Temp::tempdir('ff79-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+        FFTest::spew("$other/f", "the other directory's\n");
+        $fs->control('failn 2 open 2 /f');
+        for my $name (@READERS) {
+            my $call = $name eq 'file_copy'
+                       ? "file_copy('f', '$local/copy') && do { open my \$h, '<', '$local/copy'; local \$/; <\$h> }"
+                       : "$name('f')";
+            my $dir = $fs->dir;
+            my $r = strace_call("chdir '$dir' or die; local \$SIG{USR1} = sub { chdir '$other' };"
+                                . " my \$got = eval { $call }; my \$e = \$@; chdir '/';"
+                                . " \$e ? \$e : \$got // 'undef'", attach => 1, trace => ['statx'],
+                                inject => ['statx:signal=USR1:when=1']);
+            unlike($r->{ok} ? $r->{ret} : $r->{err}, qr/other directory/,
+                   "a handler that chdirs while $name retries a relative name: not the other directory's file")
+                or diag($r->{stderr});
+            $fs->clear;
+            $fs->control('failn 2 open 2 /f');
+        }
+        $fs->clear;
+    }
     $fs->unmount;
 }
 
