@@ -1486,7 +1486,7 @@ static int temp_holds(struct ff_atomic *a, int dirfd, const char *name, struct s
     buf = malloc(cap);
     err = buf ? 0 : ENOMEM;
     while (!err) {
-        err = ff_read_full(fd, buf, cap, 0, &got, NULL);
+        err = ff_read_full(fd, buf, cap, 0, &got, NULL, NULL);
         same = !err && holds_here(a, buf, got, &pos);
         if (!same || got < cap)
             break;
