@@ -1465,6 +1465,7 @@ static int temp_size_is(struct ff_atomic *a, int dirfd, const char *name, struct
  * this and the rename. */
 static int temp_holds(struct ff_atomic *a, int dirfd, const char *name, struct stat *st)
 {
+    unsigned reads = 0;         /* (ff_read_full counts them: not needed here) */
     size_t total = a->data_len + a->data_tail_len, pos = 0, cap, got;
     mode_t mode = a->data_preserve && a->have_old ? a->old.st_mode : a->opt.perm;
     char *buf;
@@ -1486,7 +1487,7 @@ static int temp_holds(struct ff_atomic *a, int dirfd, const char *name, struct s
     buf = malloc(cap);
     err = buf ? 0 : ENOMEM;
     while (!err) {
-        err = ff_read_full(fd, buf, cap, 0, &got, NULL, NULL);
+        err = ff_read_full(fd, buf, cap, 0, &got, &reads, NULL);
         same = !err && holds_here(a, buf, got, &pos);
         if (!same || got < cap)
             break;
