@@ -40,13 +40,14 @@ FUSE_WHY=$($PERL -It/lib -MFastFS -e 'print FastFS::available()' 2>&1)
 cd "$WORK" || exit 1
 tar -xzf "$TARBALL" || fail "cannot unpack $TARBALL"
 echo "distcheck: $TARBALL, $(tar -tzf "$TARBALL" | grep -vc '/$') files"
-for f in t/fusefs/fastfs.c t/fusefs/Makefile t/lib/FastFS.pm t/lib/FFTest.pm \
-         debian/control debian/rules; do
+for f in t/fusefs/fastfs.c t/fusefs/Makefile t/blockrec/blockrec.c t/blockrec/Makefile \
+         t/lib/FastFS.pm t/lib/FFTest.pm debian/control debian/rules; do
     [ -f "FastFile-$VERSION/$f" ] || fail "$TARBALL lacks $f"
 done
 $PERL "$ROOT/xt/tools/kwalitee.pl" "$TARBALL" || fail "$TARBALL: kwalitee below 100% (the failing indicators are above)"
 
-bad=$(tar -tzf "$TARBALL" | grep -E '/(blib|\.git)/|\.o$|/Makefile$|/MYMETA\.|/t/fusefs/fastfs$' | grep -v '/t/fusefs/Makefile$')
+bad=$(tar -tzf "$TARBALL" | grep -E '/(blib|\.git)/|\.o$|/Makefile$|/MYMETA\.|/t/(fusefs/fastfs|blockrec/blockrec)$' \
+      | grep -vE '/t/(fusefs|blockrec)/Makefile$')
 [ -z "$bad" ] || fail "$TARBALL carries build artefacts: $bad"
 
 cd "FastFile-$VERSION" || exit 1
