@@ -640,7 +640,11 @@ dropped): the first retry at once, then after pauses that double from
 0.1 ms, 10 retries at most (51 ms of pauses), after which the error stands. A file that does not exist
 still fails at once, with the reference's text and C<$!>: after the failed
 C<open>, one C<statx> from the kernel's cache tells a missing name from a
-replaced file. A relative name is retried only in the directory it was
+replaced file. Builds without C<statx> (the portable build, C libraries
+before glibc 2.28) look the name up with C<fstatat>, which asks the FUSE
+server, and pmxcfs answers that with C<ENOENT> too in the same window: there
+an C<ENOENT> from C<open> is not retried (C<ESTALE>, and a C<read>'s
+failures, still are). A relative name is retried only in the directory it was
 first looked up in: a signal handler that changes the working directory
 meanwhile ends the retries, and the error stands. A read that succeeds
 makes no syscall more. C<safe_read_from>
