@@ -175,6 +175,8 @@ static inline ssize_t ff_copy_file_range(int in, int out, size_t len)
  * errno (ENOTSUP where the build has no handles). flags: 0 (a symlink is
  * not followed) or AT_EMPTY_PATH (dirfd itself, name ""). */
 /* (glibc 2.14 on and musl declare it with MAX_HANDLE_SZ, under _GNU_SOURCE) */
+#define FF_FUSE_SUPER_MAGIC 0x65735546     /* statfs f_type of FUSE (linux/magic.h) */
+
 #if FF_LINUX && defined(MAX_HANDLE_SZ) && !defined(FF_NO_FILE_HANDLE)
 #define FF_HAVE_FILE_HANDLE 1
 static inline int ff_file_handle_id(int dirfd, const char *name, int flags, int *mnt,
@@ -219,7 +221,7 @@ static inline int ff_file_handle_lasts(int dirfd, const char *name)
 
     if ((dirfd == AT_FDCWD ? statfs(name, &sf) : fstatfs(dirfd, &sf)) < 0)
         return 1;
-    return sf.f_type != 0x65735546;     /* FUSE_SUPER_MAGIC (linux/magic.h) */
+    return sf.f_type != FF_FUSE_SUPER_MAGIC;
 }
 #else
 #define FF_HAVE_FILE_HANDLE 0
@@ -244,7 +246,6 @@ static inline int ff_file_handle_id(int dirfd, const char *name, int flags, int 
  * when it cannot tell: copy_file_range's user and the readers ask. */
 #if FF_LINUX
 #include <sys/vfs.h>
-#define FF_FUSE_SUPER_MAGIC 0x65735546     /* linux/magic.h */
 static inline int ff_on_fuse(int fd)
 {
     struct statfs sf;
